@@ -1,0 +1,13 @@
+import type { ServerConfig } from '../../machines/types.js';
+import { identityOf, stableHash } from '../gating/stable.js';
+
+/**
+ * Stable hash of the full server config: what an approval is bound to
+ * (SPEC §4). Any edit to any field asks again; key order does not matter.
+ */
+export function approvalHash(config: ServerConfig): string {
+  const { instance, ...rest } = config;
+  const body: Record<string, unknown> = { ...rest };
+  if (instance !== null && typeof instance === 'object') body.instance = identityOf(instance);
+  return stableHash(body);
+}

@@ -1,0 +1,32 @@
+import type { ServerConfig } from '../../machines/types.js';
+import { identityOf, stableHash } from './stable.js';
+
+/** The fields that decide what is connected to (SPEC §2.5). */
+export const CONNECTION_FIELDS = ['type', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'auth'] as const;
+
+/** The effective transport type: explicit, else `stdio` with a command, else `http` with a url. */
+export function transportOf(config: ServerConfig): NonNullable<ServerConfig['type']> {
+  if (config.type) return config.type;
+  if (config.instance !== undefined) return 'sdk';
+  return config.command !== undefined ? 'stdio' : 'http';
+}
+
+/**
+ * Stable hash of the connection-relevant fields only. A change to
+ * `description`, `includeTools`/`excludeTools`, `timeout` or `disabled` keeps
+ * it, so a filter edit re-applies the filter without reconnecting.
+ */
+export function fingerprint(config: ServerConfig): string {
+  const picked: Record<string, unknown> = { type: transportOf(config) };
+  for (const field of CONNECTION_FIELDS) {
+    if (field === 'type') continue;
+    const v = config[field];
+    // `undefined ≡ {}` for the map-shaped fields, as in serversEqual.
+    if ((field === 'env' || field === 'headers' || field === 'auth') && v !== undefined && Object.keys(v).length === 0) continue;
+    picked[field] = v;
+  }
+  if (config.instance !== undefined && config.instance !== null && typeof config.instance === 'object') {
+    picked.instance = identityOf(config.instance);
+  }
+  return stableHash(picked);
+}
