@@ -1,0 +1,132 @@
+import { z } from 'zod';
+import type { ServerConfig, TransportType } from '../../machines/types.js';
+import { ErrorCode, McpReconcilerError } from '../errors.js';
+import { formatFieldPath } from './sources.js';
+
+/** One validation problem inside an entry; `path` is relative to the entry. */
+export interface EntryProblem {
+  path: (string | number)[];
+  message: string;
+}
+
+/** Result of validating one raw server entry. */
+export type EntryResult = { ok: true; config: ServerConfig } | { ok: false; problems: EntryProblem[] };
+
+// Spellings other hosts use for streamable HTTP.
+const TYPE_ALIASES: Readonly<Record<string, TransportType>> = {
+  stdio: 'stdio',
+  sse: 'sse',
+  http: 'http',
+  'streamable-http': 'http',
+  streamableHttp: 'http',
+  streamable_http: 'http',
+  sdk: 'sdk',
+};
+
+const typeSchema = z
+  .string()
+  .refine((t) => t in TYPE_ALIASES, { error: 'must be one of "stdio", "sse", "http"' })
+  .transform((t) => TYPE_ALIASES[t] as TransportType);
+
+// Env and header values are strings, but a number or boolean written without
+// quotes (`PORT: 8080` in YAML) means the obvious thing.
+const scalar = z.union([z.string(), z.number(), z.boolean()]).transform(String);
+const stringMap = z.record(z.string(), scalar);
+const nonEmpty = z.string().min(1, { error: 'must not be empty' });
+
+const entrySchema = z.object({
+  type: typeSchema.optional(),
+  command: nonEmpty.optional(),
+  args: z.array(scalar).optional(),
+  env: stringMap.optional(),
+  cwd: nonEmpty.optional(),
+  url: nonEmpty.optional(),
+  // Gemini CLI writes streamable HTTP endpoints as `httpUrl`.
+  httpUrl: nonEmpty.optional(),
+  headers: stringMap.optional(),
+  timeout: z.number().positive({ error: 'must be a positive number of milliseconds' }).optional(),
+  disabled: z.boolean().optional(),
+  includeTools: z.array(z.string()).optional(),
+  excludeTools: z.array(z.string()).optional(),
+  description: z.string().optional(),
+  auth: z.record(z.string(), z.unknown()).optional(),
+});
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/**
+ * Validate one raw server entry (SPEC §2.2). Unknown keys are ignored,
+ * `null` members count as absent, and `type` is filled in: `stdio` with a
+ * `command`, `http` with only a `url`. `type: 'sdk'` (and an `instance`) is
+ * accepted only with `allowSdk`, i.e. from code, never from a file.
+ * Never throws; every problem carries the field path inside the entry.
+ */
+export function validateServerEntry(raw: unknown, options: { allowSdk?: boolean } = {}): EntryResult {
+  if (!isPlainObject(raw)) {
+    return { ok: false, problems: [{ path: [], message: `must be an object, got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}` }] };
+  }
+  const cleaned = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== null));
+  const parsed = entrySchema.safeParse(cleaned);
+  if (!parsed.success) {
+    return {
+      ok: false,
+      problems: parsed.error.issues.map((i) => ({ path: i.path.filter((p): p is string | number => typeof p !== 'symbol'), message: i.message })),
+    };
+  }
+  const { httpUrl, type: written, ...v } = parsed.data;
+  const url = v.url ?? httpUrl;
+  const type: TransportType | undefined = written ?? (v.command !== undefined ? 'stdio' : url !== undefined ? 'http' : undefined);
+  const problems: EntryProblem[] = [];
+  if (type === undefined) {
+    problems.push({ path: [], message: 'needs a `command` (stdio server) or a `url` (http/sse server)' });
+  } else if (type === 'sdk' && !options.allowSdk) {
+    problems.push({ path: ['type'], message: '`sdk` servers run in-process and can only be added from code, not from a config file' });
+  } else if (type === 'stdio' && v.command === undefined) {
+    problems.push({ path: ['command'], message: 'is required for a stdio server' });
+  } else if ((type === 'http' || type === 'sse') && url === undefined) {
+    problems.push({ path: ['url'], message: `is required for an ${type} server` });
+  }
+  if (problems.length > 0) return { ok: false, problems };
+
+  const config: ServerConfig = { type: type!, ...v };
+  if (url !== undefined) config.url = url;
+  if (options.allowSdk && raw.instance !== undefined) config.instance = raw.instance;
+  return { ok: true, config };
+}
+
+/**
+ * Checks that need the expanded values: a `url` must be an absolute
+ * http(s) URL.
+ */
+export function checkExpandedEntry(config: ServerConfig): EntryProblem[] {
+  if (config.url === undefined || config.type === 'stdio' || config.type === 'sdk') return [];
+  let parsed: URL;
+  try {
+    parsed = new URL(config.url);
+  } catch {
+    return [{ path: ['url'], message: `"${config.url}" is not a valid URL` }];
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    return [{ path: ['url'], message: `must be an http:// or https:// URL, got "${parsed.protocol}"` }];
+  }
+  return [];
+}
+
+/**
+ * Validate an entry added from code (runtime or sdk scope) and return it, or
+ * throw an {@link McpReconcilerError} (`config_invalid`) naming the server
+ * and field. No variable expansion: code passes final values.
+ */
+export function parseServerConfig(name: string, raw: unknown, options: { allowSdk?: boolean } = {}): ServerConfig {
+  const r = validateServerEntry(raw, options);
+  const problems = r.ok ? checkExpandedEntry(r.config) : r.problems;
+  if (r.ok && problems.length === 0) return r.config;
+  const first = problems[0]!;
+  const field = formatFieldPath(first.path);
+  throw new McpReconcilerError(ErrorCode.ConfigInvalid, `server "${name}"${field ? ` field "${field}"` : ''}: ${first.message}`, {
+    hint: 'a server needs a `command` (stdio) or a `url` (http/sse); fix the named field',
+    details: { server: name, field, problems },
+  });
+}
