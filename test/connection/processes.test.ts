@@ -1,0 +1,158 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { hasCode } from '../../src/errors.js';
+import { ProcessTracker } from '../../src/connection/processes.js';
+import { fixturePath, repoRoot } from '../helpers/fixtures.js';
+import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
+import { expectNoSurvivors } from './support.js';
+
+const trackers: ProcessTracker[] = [];
+const extraPids: number[] = [];
+const tmp = mkdtempSync(join(tmpdir(), 'mcp-processes-'));
+
+function tracker(graceMs = 300): ProcessTracker {
+  const t = new ProcessTracker({ graceMs });
+  trackers.push(t);
+  return t;
+}
+
+function stderrOf(child: ChildProcess): () => string {
+  let text = '';
+  child.stderr?.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  return () => text;
+}
+
+afterAll(async () => {
+  await expectNoSurvivors(trackers, extraPids);
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('ProcessTracker', () => {
+  it('escalates to SIGKILL for a server that ignores SIGTERM and stdin close', async () => {
+    const t = tracker();
+    const child = t.spawn(process.execPath, [fixturePath('ignore-sigterm-server')]);
+    const stderr = stderrOf(child);
+    await waitFor(() => stderr().includes('ready'), 'the server to install its handlers');
+    const pid = child.pid!;
+    expect(t.pids()).toEqual([pid]);
+    await t.killTree(pid);
+    expect(stderr()).toContain('ignoring SIGTERM');
+    expect(pidAlive(pid)).toBe(false);
+    expect(child.signalCode).toBe('SIGKILL');
+    expect(t.pids()).toEqual([]);
+  });
+
+  it('kills the grandchild a launcher started, although the launcher forwards no signal', async () => {
+    const t = tracker();
+    const wrapper = t.spawn(process.execPath, [fixturePath('wrapper'), 'ignore-sigterm-server']);
+    const stderr = stderrOf(wrapper);
+    await waitFor(() => stderr().includes('ignore-sigterm-server: ready'), 'the grandchild to be ready');
+    const grandchildren = descendantsOf(wrapper.pid!);
+    expect(grandchildren.length).toBeGreaterThan(0);
+    extraPids.push(...grandchildren);
+    await t.killTree(wrapper.pid!);
+    expect([wrapper.pid!, ...grandchildren].filter(pidAlive)).toEqual([]);
+  });
+
+  it('still kills the group when its leader is already gone', async () => {
+    const t = tracker();
+    const wrapper = t.spawn(process.execPath, [fixturePath('wrapper'), 'ignore-sigterm-server']);
+    const stderr = stderrOf(wrapper);
+    await waitFor(() => stderr().includes('ignore-sigterm-server: ready'), 'the grandchild to be ready');
+    const grandchildren = descendantsOf(wrapper.pid!);
+    extraPids.push(...grandchildren);
+    // Killing only the launcher orphans the real server: the reason groups exist.
+    process.kill(wrapper.pid!, 'SIGKILL');
+    await waitFor(() => wrapper.exitCode !== null || wrapper.signalCode !== null, 'the wrapper to exit');
+    expect(grandchildren.filter(pidAlive)).toEqual(grandchildren);
+    expect(t.pids()).toContain(wrapper.pid!);
+    await t.killTree(wrapper.pid!);
+    expect(grandchildren.filter(pidAlive)).toEqual([]);
+    expect(t.pids()).toEqual([]);
+  });
+
+  it('forgets a child that exits on its own', async () => {
+    const t = tracker();
+    const child = t.spawn(process.execPath, ['-e', 'process.exit(0)']);
+    await waitFor(() => t.pids().length === 0, 'the exited child to be forgotten');
+    expect(t.history()).toEqual([child.pid!]);
+  });
+
+  it('killAll is memoised, kills everything and closes the tracker', async () => {
+    const t = tracker();
+    const a = t.spawn(process.execPath, [fixturePath('ignore-sigterm-server')]);
+    const b = t.spawn(process.execPath, [fixturePath('basic-server')]);
+    const first = t.killAll();
+    expect(t.killAll()).toBe(first);
+    await first;
+    expect([a.pid!, b.pid!].filter(pidAlive)).toEqual([]);
+    expect(t.pids()).toEqual([]);
+    expect(t.closed).toBe(true);
+    let thrown: unknown;
+    try {
+      t.spawn(process.execPath, ['-e', '']);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(hasCode(thrown, 'disposed')).toBe(true);
+  });
+
+  it('kills a child tracked after killAll at once', async () => {
+    const t = tracker();
+    await t.killAll();
+    const child = spawn(process.execPath, [fixturePath('ignore-sigterm-server')], { detached: true, stdio: 'pipe' });
+    extraPids.push(child.pid!);
+    t.track(child);
+    await waitFor(() => !pidAlive(child.pid!), 'the late child to be killed');
+    expect(pidAlive(child.pid!)).toBe(false);
+  });
+});
+
+describe('host exit', () => {
+  const script = join(tmp, 'host.mjs');
+  const processesModule = pathToFileURL(join(repoRoot, 'dist/src/connection/processes.js')).href;
+  writeFileSync(
+    script,
+    `import { ProcessTracker } from ${JSON.stringify(processesModule)};
+const tracker = new ProcessTracker();
+const child = tracker.spawn(process.execPath, [${JSON.stringify(fixturePath('ignore-sigterm-server'))}]);
+child.stderr.on('data', (d) => {
+  if (!String(d).includes('ready')) return;
+  process.stdout.write('CHILD ' + child.pid + '\\n');
+  if (process.argv[2] === 'exit') process.exit(0);
+});
+setInterval(() => {}, 60000);
+`,
+  );
+
+  async function runHost(mode: 'exit' | 'wait'): Promise<{ host: ChildProcess; childPid: number }> {
+    const host = spawn(process.execPath, [script, mode], { stdio: ['ignore', 'pipe', 'inherit'] });
+    extraPids.push(host.pid!);
+    let out = '';
+    host.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    await waitFor(() => /CHILD (\d+)/.test(out), 'the host to report its child');
+    const childPid = Number(/CHILD (\d+)/.exec(out)![1]);
+    extraPids.push(childPid);
+    return { host, childPid };
+  }
+
+  it('SIGKILLs every tracked group when the host process exits', async () => {
+    const { host, childPid } = await runHost('exit');
+    await waitFor(() => host.exitCode !== null, 'the host to exit');
+    await waitFor(() => !pidAlive(childPid), 'the child to die with its host', 5_000);
+    expect(pidAlive(childPid)).toBe(false);
+  });
+
+  it('kills tracked groups when an unhandled SIGTERM ends the host, and the host still dies of it', async () => {
+    const { host, childPid } = await runHost('wait');
+    host.kill('SIGTERM');
+    await waitFor(() => host.exitCode !== null || host.signalCode !== null, 'the host to end');
+    expect(host.signalCode).toBe('SIGTERM');
+    await waitFor(() => !pidAlive(childPid), 'the child to die with its host', 5_000);
+    expect(pidAlive(childPid)).toBe(false);
+  });
+});

@@ -1,0 +1,36 @@
+/** Shared bits of the connection tests: event capture and the no-orphans check. */
+import { expect } from 'vitest';
+import type { ConnectionEvent } from '../../src/connection/connect.js';
+import type { ProcessTracker } from '../../src/connection/processes.js';
+import { pidAlive, waitFor } from '../helpers/processes.js';
+
+/** Collects a connection's events. */
+export function eventLog(): { events: ConnectionEvent[]; onEvent: (e: ConnectionEvent) => void; lost: () => Extract<ConnectionEvent, { type: 'lost' }>[] } {
+  const events: ConnectionEvent[] = [];
+  return {
+    events,
+    onEvent: (e) => events.push(e),
+    lost: () => events.filter((e): e is Extract<ConnectionEvent, { type: 'lost' }> => e.type === 'lost'),
+  };
+}
+
+/**
+ * After a test file: kill whatever is still tracked, then assert that no PID
+ * the trackers ever spawned — nor any extra PID a test recorded (grandchildren)
+ * — is alive. A leaked child fails the file.
+ */
+export async function expectNoSurvivors(trackers: readonly ProcessTracker[], extraPids: readonly number[] = []): Promise<void> {
+  await Promise.all(trackers.map((t) => t.killAll()));
+  const pids = [...trackers.flatMap((t) => t.history()), ...extraPids];
+  // Reaping by init may lag a moment behind SIGKILL.
+  await waitFor(() => pids.every((pid) => !pidAlive(pid)), `tracked processes ${pids.join(', ')} to be gone`, 5_000).catch(() => {});
+  expect(pids.filter(pidAlive)).toEqual([]);
+}
+
+/** The text of a tool result's first text block. */
+export function firstText(result: { content?: unknown }): string {
+  const content = result.content as Array<{ type: string; text?: string }> | undefined;
+  const block = content?.find((c) => c.type === 'text');
+  if (!block?.text) throw new Error(`no text content in ${JSON.stringify(result)}`);
+  return block.text;
+}
