@@ -1,0 +1,480 @@
+import deepEqual from 'fast-deep-equal';
+import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpReconcilerError } from '../errors.js';
+import { registeredPromptName, registeredToolName } from './naming.js';
+
+/** Which raw tool names of a server are registered (SPEC §2.2 `includeTools` / `excludeTools`). */
+export interface ToolFilter {
+  /** When present, only these raw names are registered (`[]` registers none). */
+  includeTools?: readonly string[];
+  /** Raw names never registered; applied after `includeTools`. */
+  excludeTools?: readonly string[];
+}
+
+/** A tool as the host sees it: `name` is `mcp__<server>__<tool>`. */
+export interface RegisteredTool {
+  name: string;
+  server: string;
+  /** The name the server uses; what `tools/call` is sent with. */
+  rawName: string;
+  title?: string;
+  description?: string;
+  inputSchema: Tool['inputSchema'];
+  outputSchema?: Tool['outputSchema'];
+  annotations?: Tool['annotations'];
+  /** The connection generation whose listing this entry came from. */
+  generation: number;
+}
+
+/** A prompt as the host sees it: `name` is `mcp__<server>__<prompt>`. */
+export interface RegisteredPrompt {
+  name: string;
+  server: string;
+  rawName: string;
+  description?: string;
+  arguments?: Prompt['arguments'];
+  generation: number;
+}
+
+/** A listed tool that is deliberately not registered, and why. */
+export interface SkippedTool {
+  rawName: string;
+  reason: string;
+}
+
+/** Outcome of a commit: the server's registered entries now, or the conflict that rejected it. */
+export type CommitResult =
+  | { ok: true; tools: RegisteredTool[]; prompts: RegisteredPrompt[]; skipped: SkippedTool[] }
+  | { ok: false; error: McpReconcilerError };
+
+/** Outcome of {@link ToolRegistry.setFilter}. */
+export interface SetFilterResult {
+  /** Whether the server's registered tools changed. */
+  changed: boolean;
+  /** Set when the filter let through a tool that conflicts; the previous tools stay. */
+  error?: McpReconcilerError;
+}
+
+/** Registered names that appeared, disappeared or changed definition in one step. */
+export interface NameChanges {
+  added: string[];
+  removed: string[];
+  /** Same name, different definition (schema, description, …). */
+  updated: string[];
+}
+
+/** One server's change; top-level lists are tool names, `prompts` the prompt names. */
+export interface RegistryChange extends NameChanges {
+  server: string;
+  prompts: NameChanges;
+}
+
+/** Options of a {@link ToolRegistry}. */
+export interface ToolRegistryOptions {
+  /** Receives errors thrown by `onChange` listeners (they are otherwise swallowed). */
+  onListenerError?: (error: unknown) => void;
+}
+
+interface Listing<T> {
+  list: readonly T[];
+  generation: number;
+}
+
+interface ServerRecord {
+  /** The accepted raw listings, what `setFilter` re-applies to. */
+  rawTools?: Listing<Tool>;
+  rawPrompts?: Listing<Prompt>;
+  tools: readonly RegisteredTool[];
+  prompts: readonly RegisteredPrompt[];
+  skipped: readonly SkippedTool[];
+  /** The latest listing of each kind that was rejected, retried when names free up. */
+  pending?: { tools?: Listing<Tool>; prompts?: Listing<Prompt>; error: McpReconcilerError };
+}
+
+interface Built {
+  tools?: { registered: RegisteredTool[]; skipped: SkippedTool[] };
+  prompts?: RegisteredPrompt[];
+}
+
+const TASK_REQUIRED_REASON =
+  "execution.taskSupport is 'required': the tool only runs as a task, which mcp-reconciler does not call";
+
+function taskSupportOf(tool: Tool): unknown {
+  // Read structurally: older SDK `Tool` types have no `execution`.
+  const execution = (tool as { execution?: { taskSupport?: unknown } }).execution;
+  return execution?.taskSupport;
+}
+
+function filterReason(rawName: string, filter: ToolFilter): string | undefined {
+  if (filter.includeTools !== undefined && !filter.includeTools.includes(rawName)) return 'not listed in includeTools';
+  if (filter.excludeTools?.includes(rawName)) return 'listed in excludeTools';
+  return undefined;
+}
+
+function toRegisteredTool(server: string, tool: Tool, generation: number): RegisteredTool {
+  const out: RegisteredTool = { name: registeredToolName(server, tool.name), server, rawName: tool.name, inputSchema: tool.inputSchema, generation };
+  if (tool.title !== undefined) out.title = tool.title;
+  if (tool.description !== undefined) out.description = tool.description;
+  if (tool.outputSchema !== undefined) out.outputSchema = tool.outputSchema;
+  if (tool.annotations !== undefined) out.annotations = tool.annotations;
+  return Object.freeze(out);
+}
+
+function toRegisteredPrompt(server: string, prompt: Prompt, generation: number): RegisteredPrompt {
+  const out: RegisteredPrompt = { name: registeredPromptName(server, prompt.name), server, rawName: prompt.name, generation };
+  if (prompt.description !== undefined) out.description = prompt.description;
+  if (prompt.arguments !== undefined) out.arguments = prompt.arguments;
+  return Object.freeze(out);
+}
+
+function quoteList(names: readonly string[]): string {
+  return names.map((n) => `"${n}"`).join(', ');
+}
+
+function diffNames<T extends { name: string; generation: number }>(before: readonly T[], after: readonly T[]): NameChanges {
+  const old = new Map(before.map((e) => [e.name, e]));
+  const now = new Map(after.map((e) => [e.name, e]));
+  const sameDefinition = (a: T, b: T): boolean => deepEqual({ ...a, generation: 0 }, { ...b, generation: 0 });
+  return {
+    added: after.filter((e) => !old.has(e.name)).map((e) => e.name),
+    removed: before.filter((e) => !now.has(e.name)).map((e) => e.name),
+    updated: after.filter((e) => old.has(e.name) && !sameDefinition(old.get(e.name)!, e)).map((e) => e.name),
+  };
+}
+
+function isEmpty(c: NameChanges): boolean {
+  return c.added.length === 0 && c.removed.length === 0 && c.updated.length === 0;
+}
+
+function sameFilter(a: ToolFilter | undefined, b: ToolFilter | undefined): boolean {
+  return deepEqual(a?.includeTools, b?.includeTools) && deepEqual(a?.excludeTools, b?.excludeTools);
+}
+
+/**
+ * The tools and prompts of one controller (SPEC §6), named
+ * `mcp__<server>__<name>`. Holds no module-level state: two registries never
+ * see each other's entries.
+ *
+ * Every commit is all or nothing. A listing is rejected (`tool_conflict`) when
+ * a raw name appears twice, two raw names sanitise to the same registered
+ * name, or a registered name is owned by another server; then nothing of it is
+ * registered and the server's previous entries stay exactly as they were.
+ * Tool and prompt names are separate namespaces.
+ *
+ * A rejected listing is kept as *pending*: it is retried, as one unit, when a
+ * later step frees names (another server is dropped or narrows its filter), and
+ * a later commit of either kind is tried together with it, so the registry
+ * converges on each server's latest listing once that fits.
+ *
+ * Iteration order is stable: servers by name, then listing order.
+ */
+export class ToolRegistry {
+  private readonly records = new Map<string, ServerRecord>();
+  private readonly filters = new Map<string, ToolFilter>();
+  private readonly toolIndex = new Map<string, RegisteredTool>();
+  private readonly promptIndex = new Map<string, RegisteredPrompt>();
+  private readonly listeners = new Set<(change: RegistryChange) => void>();
+
+  constructor(private readonly options: ToolRegistryOptions = {}) {}
+
+  /**
+   * Replace a server's tools and prompts with one generation's listing.
+   * `filter`, when given, becomes the server's stored filter (kept even when
+   * the listing is rejected). Duplicate checks look only at tools that pass
+   * the filter, so `excludeTools` can hide a server's duplicate.
+   */
+  commit(server: string, generation: number, listing: { tools: Tool[]; prompts: Prompt[] }, filter?: ToolFilter): CommitResult {
+    if (filter !== undefined) this.storeFilter(server, filter);
+    return this.commitListings(server, {
+      tools: { list: listing.tools, generation },
+      prompts: { list: listing.prompts, generation },
+    });
+  }
+
+  /** Replace only a server's tools (a `tools/list_changed` re-list); same all-or-nothing rule. */
+  commitTools(server: string, generation: number, tools: Tool[], filter?: ToolFilter): CommitResult {
+    if (filter !== undefined) this.storeFilter(server, filter);
+    return this.commitListings(server, { tools: { list: tools, generation } });
+  }
+
+  /** Replace only a server's prompts (a `prompts/list_changed` re-list); same all-or-nothing rule. */
+  commitPrompts(server: string, generation: number, prompts: Prompt[]): CommitResult {
+    return this.commitListings(server, { prompts: { list: prompts, generation } });
+  }
+
+  /**
+   * Store a server's filter and re-apply it to its latest raw tool listing,
+   * without a new commit or reconnect. If the widened set now conflicts with
+   * another server, the previous tools stay, `error` says why, and the listing
+   * waits as pending; if the filter hides what made a pending listing
+   * conflict, that listing is registered now. A server not yet committed just
+   * keeps the filter for its first commit.
+   */
+  setFilter(server: string, filter: ToolFilter): SetFilterResult {
+    const before = this.filters.get(server);
+    this.storeFilter(server, filter);
+    const rec = this.records.get(server);
+    if (!rec || (sameFilter(before, filter) && !rec.pending)) return { changed: false };
+    const tools = rec.pending?.tools ?? rec.rawTools;
+    if (!tools) return { changed: false };
+    const beforeTools = rec.tools;
+    const error = this.attempt(server, rec, { tools });
+    this.retryPending();
+    const changed = !isEmpty(diffNames(beforeTools, this.records.get(server)?.tools ?? []));
+    return error ? { changed, error } : { changed };
+  }
+
+  /** Remove a server's tools, prompts, pending listing and filter; true when it was known. */
+  drop(server: string): boolean {
+    const rec = this.records.get(server);
+    const hadFilter = this.filters.delete(server);
+    if (!rec) return hadFilter;
+    this.records.delete(server);
+    for (const t of rec.tools) this.toolIndex.delete(t.name);
+    for (const p of rec.prompts) this.promptIndex.delete(p.name);
+    this.emit(server, diffNames(rec.tools, []), diffNames(rec.prompts, []));
+    this.retryPending();
+    return true;
+  }
+
+  /** Every registered tool, by server name then listing order. */
+  tools(): RegisteredTool[] {
+    return this.sortedServers().flatMap((s) => this.records.get(s)!.tools);
+  }
+
+  /** Every registered prompt, by server name then listing order. */
+  prompts(): RegisteredPrompt[] {
+    return this.sortedServers().flatMap((s) => this.records.get(s)!.prompts);
+  }
+
+  /** A server's registered tools in listing order (empty when unknown). */
+  toolsOf(server: string): RegisteredTool[] {
+    return [...(this.records.get(server)?.tools ?? [])];
+  }
+
+  /** A server's registered prompts in listing order (empty when unknown). */
+  promptsOf(server: string): RegisteredPrompt[] {
+    return [...(this.records.get(server)?.prompts ?? [])];
+  }
+
+  /** The tools of the server's registered listing that were left out, with the reason. */
+  skippedOf(server: string): SkippedTool[] {
+    return [...(this.records.get(server)?.skipped ?? [])];
+  }
+
+  /** The conflict that keeps the server's latest listing from being registered, if any. */
+  conflictOf(server: string): McpReconcilerError | undefined {
+    return this.records.get(server)?.pending?.error;
+  }
+
+  /** The registered tool with this `mcp__…` name. */
+  getTool(name: string): RegisteredTool | undefined {
+    return this.toolIndex.get(name);
+  }
+
+  /** The registered prompt with this `mcp__…` name. */
+  getPrompt(name: string): RegisteredPrompt | undefined {
+    return this.promptIndex.get(name);
+  }
+
+  /** Whether anything was committed for this server (accepted or pending) since its last drop. */
+  has(server: string): boolean {
+    return this.records.has(server);
+  }
+
+  /** Servers with a record, sorted by name. */
+  servers(): string[] {
+    return this.sortedServers();
+  }
+
+  /**
+   * Be told after each change of a server's registered names or definitions
+   * (not for a re-commit that changes only the generation). A throwing
+   * listener is isolated. Returns the unsubscribe function.
+   */
+  onChange(listener: (change: RegistryChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  /** Forget everything (controller disposal). Emits a removal for each server. */
+  clear(): void {
+    const servers = this.sortedServers();
+    const dropped = servers.map((s) => [s, this.records.get(s)!] as const);
+    // Wipe first, then tell: no pending listing gets retried half-way through.
+    this.records.clear();
+    this.filters.clear();
+    this.toolIndex.clear();
+    this.promptIndex.clear();
+    for (const [server, rec] of dropped) this.emit(server, diffNames(rec.tools, []), diffNames(rec.prompts, []));
+  }
+
+  // ── internals ──────────────────────────────────────────────────────────
+
+  private sortedServers(): string[] {
+    return [...this.records.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  private storeFilter(server: string, filter: ToolFilter): void {
+    const copy: ToolFilter = {};
+    if (filter.includeTools !== undefined) copy.includeTools = [...filter.includeTools];
+    if (filter.excludeTools !== undefined) copy.excludeTools = [...filter.excludeTools];
+    this.filters.set(server, copy);
+  }
+
+  private commitListings(server: string, next: { tools?: Listing<Tool>; prompts?: Listing<Prompt> }): CommitResult {
+    let rec = this.records.get(server);
+    if (!rec) {
+      rec = { tools: [], prompts: [], skipped: [] };
+      this.records.set(server, rec);
+    }
+    const error = this.attempt(server, rec, next);
+    if (error) return { ok: false, error };
+    this.retryPending();
+    return { ok: true, tools: [...rec.tools], prompts: [...rec.prompts], skipped: [...rec.skipped] };
+  }
+
+  /**
+   * Try `next` together with whatever else is pending for the server; on
+   * success swap it in whole and emit, else keep it pending. Returns the
+   * conflict, if any. A failed `retry` leaves the pending listing and its
+   * error object as they were.
+   */
+  private attempt(
+    server: string,
+    rec: ServerRecord,
+    next: { tools?: Listing<Tool>; prompts?: Listing<Prompt> },
+    retry = false,
+  ): McpReconcilerError | undefined {
+    const tools = next.tools ?? rec.pending?.tools;
+    const prompts = next.prompts ?? rec.pending?.prompts;
+    const built = this.build(server, tools, prompts);
+    if (built instanceof McpReconcilerError) {
+      if (retry) return built;
+      rec.pending = { error: built };
+      if (tools) rec.pending.tools = tools;
+      if (prompts) rec.pending.prompts = prompts;
+      return built;
+    }
+    const beforeTools = rec.tools;
+    const beforePrompts = rec.prompts;
+    if (built.tools && tools) {
+      for (const t of rec.tools) this.toolIndex.delete(t.name);
+      rec.tools = built.tools.registered;
+      rec.skipped = built.tools.skipped;
+      rec.rawTools = tools;
+      for (const t of rec.tools) this.toolIndex.set(t.name, t);
+    }
+    if (built.prompts && prompts) {
+      for (const p of rec.prompts) this.promptIndex.delete(p.name);
+      rec.prompts = built.prompts;
+      rec.rawPrompts = prompts;
+      for (const p of rec.prompts) this.promptIndex.set(p.name, p);
+    }
+    delete rec.pending;
+    this.emit(server, diffNames(beforeTools, rec.tools), diffNames(beforePrompts, rec.prompts));
+    return undefined;
+  }
+
+  /** Registered entries for the given listings, or the conflict that forbids them. */
+  private build(server: string, tools: Listing<Tool> | undefined, prompts: Listing<Prompt> | undefined): Built | McpReconcilerError {
+    const problems: string[] = [];
+    const details: Record<string, unknown> = { server };
+    const out: Built = {};
+    if (tools) {
+      const filter = this.filters.get(server) ?? {};
+      const registered: RegisteredTool[] = [];
+      const skipped: SkippedTool[] = [];
+      const passed: Tool[] = [];
+      for (const tool of tools.list) {
+        const reason = filterReason(tool.name, filter);
+        if (reason) skipped.push({ rawName: tool.name, reason });
+        else passed.push(tool);
+      }
+      for (const tool of passed) {
+        if (taskSupportOf(tool) === 'required') skipped.push({ rawName: tool.name, reason: TASK_REQUIRED_REASON });
+        else registered.push(toRegisteredTool(server, tool, tools.generation));
+      }
+      this.findConflicts('tool', server, passed, registered, this.toolIndex, problems, details);
+      out.tools = { registered, skipped };
+      details.generation = tools.generation;
+    }
+    if (prompts) {
+      const registered = prompts.list.map((p) => toRegisteredPrompt(server, p, prompts.generation));
+      this.findConflicts('prompt', server, prompts.list, registered, this.promptIndex, problems, details);
+      out.prompts = registered;
+      details.generation ??= prompts.generation;
+    }
+    if (problems.length === 0) return out;
+    const rec = this.records.get(server);
+    const kept = rec && (rec.tools.length > 0 || rec.prompts.length > 0) ? 'its previously registered tools and prompts stay' : 'nothing was registered';
+    return new McpReconcilerError(ErrorCode.ToolConflict, `MCP server "${server}" listing rejected: ${problems.join('; ')}. None of this listing was registered; ${kept}.`, {
+      hint: 'Fix the server so its names are unique, rename one of the clashing servers in the config, or hide the clashing tools with excludeTools.',
+      details,
+    });
+  }
+
+  private findConflicts(
+    kind: 'tool' | 'prompt',
+    server: string,
+    raw: readonly { name: string }[],
+    registered: readonly { name: string; rawName: string }[],
+    index: ReadonlyMap<string, { server: string; rawName: string }>,
+    problems: string[],
+    details: Record<string, unknown>,
+  ): void {
+    const seen = new Set<string>();
+    const duplicates = new Set<string>();
+    for (const { name } of raw) {
+      if (seen.has(name)) duplicates.add(name);
+      seen.add(name);
+    }
+    if (duplicates.size > 0) {
+      problems.push(`it lists ${kind} ${quoteList([...duplicates])} more than once`);
+      details[`duplicate_${kind}s`] = [...duplicates];
+    }
+    const byName = new Map<string, string[]>();
+    for (const r of registered) byName.set(r.name, [...(byName.get(r.name) ?? []), r.rawName]);
+    const clashes = [...byName].filter(([, raws]) => new Set(raws).size > 1);
+    for (const [name, raws] of clashes) problems.push(`${kind}s ${quoteList([...new Set(raws)])} both become ${name}`);
+    if (clashes.length > 0) details[`clashing_${kind}s`] = clashes.map(([name, raws]) => ({ name, rawNames: [...new Set(raws)] }));
+    const taken: { name: string; rawName: string; owner: string; ownerRawName: string }[] = [];
+    for (const r of registered) {
+      const owner = index.get(r.name);
+      if (owner && owner.server !== server) taken.push({ name: r.name, rawName: r.rawName, owner: owner.server, ownerRawName: owner.rawName });
+    }
+    for (const t of taken) {
+      problems.push(`${kind} "${t.rawName}" would be registered as ${t.name}, which MCP server "${t.owner}" already owns (its ${kind} "${t.ownerRawName}")`);
+    }
+    if (taken.length > 0) details[`taken_${kind}s`] = taken;
+  }
+
+  /** Retry pending listings until none more fits (each success may free names). */
+  private retryPending(): void {
+    for (let progress = true; progress; ) {
+      progress = false;
+      for (const server of this.sortedServers()) {
+        const rec = this.records.get(server)!;
+        if (rec.pending && this.attempt(server, rec, {}, true) === undefined) progress = true;
+      }
+    }
+  }
+
+  private emit(server: string, tools: NameChanges, prompts: NameChanges): void {
+    if (isEmpty(tools) && isEmpty(prompts)) return;
+    const change: RegistryChange = { server, ...tools, prompts };
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(change);
+      } catch (err) {
+        try {
+          this.options.onListenerError?.(err);
+        } catch {
+          // the error sink itself failed; nothing sensible is left to do
+        }
+      }
+    }
+  }
+}
