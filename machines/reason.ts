@@ -1,0 +1,165 @@
+/**
+ * Projections of a server actor's state (SPEC §7): its public state name,
+ * the reason it is unavailable, and its public status. They read only the
+ * snapshot's state value — never a separate table — so the explanation can
+ * not drift from what the machine does.
+ */
+import type { StateValue } from 'xstate';
+
+/** The 13 public state names of a server (SPEC §5). */
+export type ServerStateName =
+  | 'pending_approval'
+  | 'rejected'
+  | 'excluded'
+  | 'not_allowed'
+  | 'disabled'
+  | 'untrusted'
+  | 'connecting'
+  | 'connected'
+  | 'fingerprint_changed'
+  | 'reconnecting'
+  | 'needs_auth'
+  | 'failed'
+  | 'removed';
+
+/** All public state names, in SPEC §5 order. */
+export const SERVER_STATE_NAMES: readonly ServerStateName[] = [
+  'pending_approval',
+  'rejected',
+  'excluded',
+  'not_allowed',
+  'disabled',
+  'untrusted',
+  'connecting',
+  'connected',
+  'fingerprint_changed',
+  'reconnecting',
+  'needs_auth',
+  'failed',
+  'removed',
+];
+
+/** Why a server or its tools are unavailable (SPEC §7). */
+export type Reason =
+  | 'not_allowed'
+  | 'excluded'
+  | 'pending_approval'
+  | 'rejected'
+  | 'disabled'
+  | 'untrusted'
+  | 'reconnecting'
+  | 'failed'
+  | 'needs_auth'
+  | 'removed';
+
+/** Status shown to users (SPEC §7). */
+export type PublicStatus = 'pending' | 'connecting' | 'connected' | 'failed' | 'needs-auth' | 'disabled';
+
+/** Anything with a server machine's state value (a snapshot of `serverMachine` or of a provided copy). */
+export interface ServerSnapshotLike {
+  value: StateValue;
+}
+
+const NAMES = new Set<string>(SERVER_STATE_NAMES);
+
+/**
+ * The public state name of a server snapshot. The machine groups
+ * `connecting`, `connected` and `reconnecting` under `live`
+ * (`{ live: 'connected' }`, `{ live: { reconnecting: 'waiting' } }`); this
+ * flattens that to the SPEC §5 name. Throws on a value that is not a server
+ * machine's (a programming error, not a user one).
+ */
+export function stateNameOf(snapshot: ServerSnapshotLike): ServerStateName {
+  const value = snapshot.value;
+  if (typeof value === 'string') {
+    if (NAMES.has(value)) return value as ServerStateName;
+  } else if (value && typeof value === 'object' && 'live' in value) {
+    const inner = value.live;
+    const name = typeof inner === 'string' ? inner : inner ? Object.keys(inner)[0] : undefined;
+    if (name === 'connecting' || name === 'connected' || name === 'reconnecting') return name;
+  }
+  throw new Error(`not a server machine state: ${JSON.stringify(value)}`);
+}
+
+/**
+ * `unavailableReason` (SPEC §7): `undefined` for `connecting` and
+ * `connected` (admitted; tools are or will shortly be there),
+ * `'reconnecting'` for `reconnecting` and `fingerprint_changed` (a new
+ * generation is on its way), otherwise the state's own name.
+ */
+export function reasonOf(snapshot: ServerSnapshotLike): Reason | undefined {
+  return reasonOfState(stateNameOf(snapshot));
+}
+
+/** {@link reasonOf} for a state name. */
+export function reasonOfState(state: ServerStateName): Reason | undefined {
+  switch (state) {
+    case 'connecting':
+    case 'connected':
+      return undefined;
+    case 'fingerprint_changed':
+    case 'reconnecting':
+      return 'reconnecting';
+    default:
+      return state;
+  }
+}
+
+/**
+ * Public status (SPEC §7):
+ *
+ * | state | status |
+ * |---|---|
+ * | pending_approval | `pending` (waiting for the user's decision) |
+ * | connecting, reconnecting, fingerprint_changed | `connecting` |
+ * | connected | `connected` |
+ * | failed | `failed` |
+ * | needs_auth | `needs-auth` |
+ * | disabled, excluded, not_allowed, rejected, untrusted, removed | `disabled` (held off by config, gating or a decision) |
+ */
+export function publicStatusOf(snapshot: ServerSnapshotLike): PublicStatus {
+  return publicStatusOfState(stateNameOf(snapshot));
+}
+
+/** {@link publicStatusOf} for a state name. */
+export function publicStatusOfState(state: ServerStateName): PublicStatus {
+  switch (state) {
+    case 'pending_approval':
+      return 'pending';
+    case 'connecting':
+    case 'reconnecting':
+    case 'fingerprint_changed':
+      return 'connecting';
+    case 'connected':
+      return 'connected';
+    case 'failed':
+      return 'failed';
+    case 'needs_auth':
+      return 'needs-auth';
+    default:
+      return 'disabled';
+  }
+}
+
+/**
+ * True in `connecting`, `connected` and `reconnecting`: a connection is open
+ * or being opened (the machine's `live` state). In every other state the
+ * server has no client and no process.
+ */
+export function isLive(snapshot: ServerSnapshotLike): boolean {
+  const state = stateNameOf(snapshot);
+  return state === 'connecting' || state === 'connected' || state === 'reconnecting';
+}
+
+/**
+ * Whether a server in `state` may have tools in the registry: `connected`
+ * (its current generation's) and `reconnecting` (the last connected
+ * generation's, kept so the tool list does not flicker; none if no
+ * generation of this admission ever connected). `connecting` is always a
+ * first connection and holds none — a retry after a loss happens inside
+ * `reconnecting`. Every other state holds none: leaving the live states
+ * runs `dropTools`.
+ */
+export function holdsTools(state: ServerStateName): boolean {
+  return state === 'connected' || state === 'reconnecting';
+}

@@ -1,0 +1,209 @@
+/**
+ * The parent actor (SPEC §3): owns one `serverMachine` child per configured
+ * server and reconciles by level — every event computes the new desired map
+ * and gating, compares them with what it holds, and acts on the difference
+ * only. Children are spawned with `id: name`, so a server's actor is
+ * `snapshot.children[name]` (and `context.servers[name]`).
+ */
+import { enqueueActions, setup, type ActorRefFrom } from 'xstate';
+import { resolveBackoff, serverMachine, type ServerInput } from './server.machine.js';
+import type { ApprovalDecision, BackoffPolicy, DesiredMap, DesiredServer, GatingState } from './types.js';
+
+/** A server child actor. */
+export type ServerActorRef = ActorRefFrom<typeof serverMachine>;
+
+/** Input of the reconciler. */
+export interface ReconcilerInput {
+  desired?: DesiredMap;
+  /** Defaults to nothing excluded, no approvals, and an untrusted folder (fail closed). */
+  gating?: GatingState;
+  backoff?: Partial<BackoffPolicy>;
+}
+
+/** Context of the reconciler. */
+export interface ReconcilerContext {
+  desired: DesiredMap;
+  gating: GatingState;
+  backoff: BackoffPolicy;
+  /** Live children by server name (same refs as `snapshot.children`). */
+  servers: Record<string, ServerActorRef>;
+  /** Names that were configured and then removed, for `unavailableReason` (SPEC §3.1, §7). */
+  removed: string[];
+}
+
+/** Events the reconciler accepts. */
+export type ReconcilerEvent =
+  | { type: 'CONFIG'; desired: DesiredMap; gating: GatingState }
+  | { type: 'GATING'; gating: GatingState }
+  | { type: 'APPROVAL'; name: string; decision: ApprovalDecision | undefined }
+  | { type: 'TRUST'; trusted: boolean }
+  | { type: 'RECONNECT'; name: string }
+  | { type: 'DISPOSE' };
+
+const EMPTY_GATING: GatingState = Object.freeze({ excluded: [], trusted: false, approvals: {} });
+
+/**
+ * Whether two entries would make a server behave the same: same provenance,
+ * same full-config hash and same connection fingerprint. (The hashes cover
+ * every config field, so no deep comparison is needed here.)
+ */
+export function sameEntry(a: DesiredServer, b: DesiredServer): boolean {
+  return a.name === b.name && a.scope === b.scope && a.source === b.source && a.hash === b.hash && a.fingerprint === b.fingerprint;
+}
+
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  const sa = new Set(a);
+  const sb = new Set(b);
+  return sa.size === sb.size && [...sa].every((x) => sb.has(x));
+}
+
+/**
+ * Whether two gating states admit the same servers: lists compared as sets,
+ * an absent `allowed` (allow all) differs from `allowed: []` (deny all),
+ * approvals compared by name, hash and decision.
+ */
+export function sameGating(a: GatingState, b: GatingState): boolean {
+  if (a === b) return true;
+  if (a.trusted !== b.trusted) return false;
+  if ((a.allowed === undefined) !== (b.allowed === undefined)) return false;
+  if (a.allowed && b.allowed && !sameSet(a.allowed, b.allowed)) return false;
+  if (!sameSet(a.excluded, b.excluded)) return false;
+  const names = new Set([...Object.keys(a.approvals), ...Object.keys(b.approvals)]);
+  for (const name of names) {
+    const x = a.approvals[name];
+    const y = b.approvals[name];
+    if (x?.hash !== y?.hash || x?.decision !== y?.decision) return false;
+  }
+  return true;
+}
+
+type InitEvent = { type: 'xstate.init'; input?: ReconcilerInput };
+
+/** The desired map and gating an event asks for (unchanged for events that carry neither). */
+function levelsOf(context: ReconcilerContext, event: ReconcilerEvent | InitEvent): { desired: DesiredMap; gating: GatingState } {
+  switch (event.type) {
+    case 'xstate.init':
+      return { desired: event.input?.desired ?? {}, gating: context.gating };
+    case 'CONFIG':
+      return { desired: event.desired, gating: event.gating };
+    case 'GATING':
+      return { desired: context.desired, gating: event.gating };
+    case 'APPROVAL': {
+      const approvals = { ...context.gating.approvals };
+      if (event.decision) approvals[event.name] = event.decision;
+      else delete approvals[event.name];
+      return { desired: context.desired, gating: { ...context.gating, approvals } };
+    }
+    case 'TRUST':
+      return { desired: context.desired, gating: { ...context.gating, trusted: event.trusted } };
+    default:
+      return { desired: context.desired, gating: context.gating };
+  }
+}
+
+/** A child that finished (someone sent it REMOVE directly) or stopped no longer counts as live. */
+function isRunning(ref: ServerActorRef): boolean {
+  return ref.getSnapshot().status === 'active';
+}
+
+/**
+ * The reconciler actor logic (SPEC §3). Provide real server I/O with
+ * `reconcilerMachine.provide({ actors: { server: serverMachine.provide({ … }) } })`.
+ */
+export const reconcilerMachine = setup({
+  types: {
+    context: {} as ReconcilerContext,
+    events: {} as ReconcilerEvent,
+    input: {} as ReconcilerInput,
+  },
+  actors: {
+    server: serverMachine,
+  },
+  actions: {
+    /**
+     * Level-based reconcile: remove children no longer desired (REMOVE, so
+     * they drop tools and disconnect, then stop), UPDATE children whose entry
+     * or the gating changed, spawn children for new names. Nothing is sent to
+     * an unchanged child under unchanged gating, so running it twice is a no-op.
+     */
+    reconcile: enqueueActions(({ context, event, enqueue }) => {
+      const { desired, gating } = levelsOf(context, event as ReconcilerEvent | InitEvent);
+      const gatingChanged = !sameGating(context.gating, gating);
+      const servers: Record<string, ServerActorRef> = {};
+      const removed = new Set(context.removed);
+      const toSpawn: string[] = [];
+
+      for (const [name, ref] of Object.entries(context.servers)) {
+        const entry = desired[name];
+        if (!entry || !isRunning(ref)) {
+          // Deferred in order: the child handles REMOVE (exit actions run) before it is stopped.
+          if (isRunning(ref)) enqueue.sendTo(ref, { type: 'REMOVE' });
+          enqueue.stopChild(ref);
+          if (!entry) removed.add(name);
+          else toSpawn.push(name);
+          continue;
+        }
+        servers[name] = ref;
+        const previous = context.desired[name];
+        if (gatingChanged || !previous || !sameEntry(previous, entry)) {
+          enqueue.sendTo(ref, { type: 'UPDATE', entry, gating });
+        }
+      }
+      for (const name of Object.keys(desired)) {
+        if (!(name in context.servers)) toSpawn.push(name);
+      }
+      for (const name of toSpawn) removed.delete(name);
+
+      enqueue.assign(({ spawn }) => {
+        for (const name of toSpawn) {
+          const input: ServerInput = { name, entry: desired[name]!, gating, backoff: context.backoff };
+          servers[name] = spawn('server', { id: name, input });
+        }
+        return { desired, gating, servers, removed: [...removed] };
+      });
+    }),
+    reconnect: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'RECONNECT') return;
+      const ref = context.servers[event.name];
+      if (ref) enqueue.sendTo(ref, { type: 'RECONNECT' });
+    }),
+    removeAll: enqueueActions(({ context, enqueue }) => {
+      for (const ref of Object.values(context.servers)) {
+        if (isRunning(ref)) enqueue.sendTo(ref, { type: 'REMOVE' });
+        enqueue.stopChild(ref);
+      }
+      enqueue.assign({
+        servers: {},
+        removed: [...new Set([...context.removed, ...Object.keys(context.servers)])],
+      });
+    }),
+  },
+}).createMachine({
+  id: 'reconciler',
+  context: ({ input }) => ({
+    desired: {},
+    gating: input.gating ?? EMPTY_GATING,
+    backoff: resolveBackoff(input.backoff),
+    servers: {},
+    removed: [],
+  }),
+  // The initial desired map goes through the same reconcile as every CONFIG.
+  entry: 'reconcile',
+  initial: 'active',
+  states: {
+    active: {
+      on: {
+        CONFIG: { actions: 'reconcile' },
+        GATING: { actions: 'reconcile' },
+        APPROVAL: { actions: 'reconcile' },
+        TRUST: { actions: 'reconcile' },
+        RECONNECT: { actions: 'reconnect' },
+        DISPOSE: { target: 'disposed', actions: 'removeAll' },
+      },
+    },
+    disposed: {
+      description: 'Every child was removed; the reconciler is done.',
+      type: 'final',
+    },
+  },
+});

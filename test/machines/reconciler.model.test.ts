@@ -1,0 +1,246 @@
+/**
+ * An abstract model of the whole controller (TESTING.md §2, way 2), walked
+ * with `createTestModel`; every path is carried out against the REAL
+ * reconcilerMachine (real serverMachine children, simulated I/O on a
+ * SimulatedClock) and every model state is checked against the children's
+ * states and the simulated registry.
+ */
+import { describe, expect, it } from 'vitest';
+import { assign, createActor, setup, SimulatedClock, type Actor, type AnyActorRef, type SnapshotFrom } from 'xstate';
+import { createTestModel } from 'xstate/graph';
+import { reconcilerMachine } from '../../machines/reconciler.machine.js';
+import { stateNameOf, type ServerStateName } from '../../machines/reason.js';
+import type { DesiredMap, DesiredServer, GatingState } from '../../machines/types.js';
+import { entry, flush, World } from './fixtures.js';
+
+type Name = 'a' | 'b';
+const NAMES: readonly Name[] = ['a', 'b'];
+
+/** `a` comes from the user's settings (ungated), `b` from the project's `.mcp.json` (gated). */
+interface ModelContext {
+  present: Record<Name, boolean>;
+  version: Record<Name, 0 | 1>;
+  /** The stored decision for `b`: one record per name, bound to a version's hash (SPEC §4). */
+  decision?: { version: 0 | 1; decision: 'approved' | 'rejected' };
+  excluded: Name[];
+  allowed?: Name[];
+  /** The server that just crashed, so the model has a state after CRASH. */
+  crashed?: Name;
+}
+
+type ModelEvent =
+  | { type: 'ADD_SERVER' | 'EDIT_SERVER' | 'REMOVE_SERVER' | 'EXCLUDE' | 'ALLOW_ONLY' | 'CRASH'; name: Name }
+  | { type: 'APPROVE' | 'REJECT' };
+
+function entryOf(name: Name, version: 0 | 1): DesiredServer {
+  return entry(name, { scope: name === 'b' ? 'project' : 'user', fp: `${name}-fp${version}`, hash: `${name}-h${version}` });
+}
+
+/** What the model says a server's state is (`undefined`: not configured). */
+function expectedState(c: ModelContext, name: Name): ServerStateName | undefined {
+  if (!c.present[name]) return undefined;
+  if (c.excluded.includes(name)) return 'excluded';
+  if (c.allowed && !c.allowed.includes(name)) return 'not_allowed';
+  if (name === 'b') {
+    if (c.decision?.version !== c.version.b) return 'pending_approval';
+    if (c.decision.decision === 'rejected') return 'rejected';
+  }
+  return 'connected';
+}
+
+const toggle = (list: Name[], name: Name) => (list.includes(name) ? list.filter((n) => n !== name) : [...list, name].sort());
+const named = (event: ModelEvent) => (event as { name: Name }).name;
+
+const model = setup({
+  types: { context: {} as ModelContext, events: {} as ModelEvent },
+  guards: {
+    absent: ({ context, event }) => !context.present[named(event)],
+    present: ({ context, event }) => context.present[named(event)],
+    connected: ({ context, event }) => expectedState(context, named(event)) === 'connected',
+    bPresent: ({ context }) => context.present.b,
+  },
+}).createMachine({
+  id: 'controllerModel',
+  context: { present: { a: true, b: true }, version: { a: 0, b: 0 }, excluded: [] },
+  initial: 'running',
+  states: {
+    running: {
+      on: {
+        ADD_SERVER: { guard: 'absent', actions: assign({ present: ({ context, event }) => ({ ...context.present, [named(event)]: true }), crashed: undefined }) },
+        EDIT_SERVER: {
+          guard: 'present',
+          actions: assign({ version: ({ context, event }) => ({ ...context.version, [named(event)]: context.version[named(event)] ? 0 : 1 }), crashed: undefined }),
+        },
+        REMOVE_SERVER: { guard: 'present', actions: assign({ present: ({ context, event }) => ({ ...context.present, [named(event)]: false }), crashed: undefined }) },
+        EXCLUDE: { actions: assign({ excluded: ({ context, event }) => toggle(context.excluded, named(event)), crashed: undefined }) },
+        ALLOW_ONLY: {
+          actions: assign({ allowed: ({ context, event }) => (context.allowed?.[0] === named(event) ? undefined : [named(event)]), crashed: undefined }),
+        },
+        APPROVE: { guard: 'bPresent', actions: assign({ decision: ({ context }) => ({ version: context.version.b, decision: 'approved' as const }), crashed: undefined }) },
+        REJECT: { guard: 'bPresent', actions: assign({ decision: ({ context }) => ({ version: context.version.b, decision: 'rejected' as const }), crashed: undefined }) },
+        CRASH: { guard: 'connected', actions: assign({ crashed: ({ event }) => named(event) }) },
+      },
+    },
+  },
+});
+
+type ModelSnapshot = SnapshotFrom<typeof model>;
+
+/** The desired map and gating the controller would compute for a model state. */
+function levels(c: ModelContext): { desired: DesiredMap; gating: GatingState } {
+  const desired: Record<string, DesiredServer> = {};
+  for (const n of NAMES) if (c.present[n]) desired[n] = entryOf(n, c.version[n]);
+  return { desired, gating: gatingOf(c) };
+}
+
+function gatingOf(c: ModelContext): GatingState {
+  return {
+    excluded: c.excluded,
+    allowed: c.allowed,
+    trusted: true,
+    approvals: c.decision ? { b: { hash: entryOf('b', c.decision.version).hash, decision: c.decision.decision } } : {},
+  };
+}
+
+/** The system under test for one path. */
+class Sut {
+  readonly world = new World();
+  readonly clock = new SimulatedClock();
+  readonly actor: Actor<typeof reconcilerMachine>;
+  /** The model state checked last, to tell which servers a step must leave alone. */
+  last: ModelContext | undefined;
+
+  constructor(initial: ModelContext) {
+    this.actor = createActor(reconcilerMachine.provide({ actors: { server: this.world.provide() } }), {
+      input: levels(initial),
+      clock: this.clock,
+    });
+    this.actor.start();
+  }
+
+  stateOf(name: Name): ServerStateName | undefined {
+    const ref = this.actor.getSnapshot().children[name] as AnyActorRef | undefined;
+    return ref ? stateNameOf(ref.getSnapshot()) : undefined;
+  }
+
+  generationOf(name: Name): number | undefined {
+    return this.actor.getSnapshot().context.servers[name]?.getSnapshot().context.generation;
+  }
+
+  /** Let connects resolve and fingerprint_changed (0 ms) move on. */
+  async settle(): Promise<void> {
+    await flush();
+    this.clock.increment(0);
+    await flush();
+  }
+}
+
+describe('abstract controller model, carried out against reconcilerMachine', () => {
+  it('matches the model on every shortest path', async () => {
+    const testModel = createTestModel(model, {
+      events: [
+        ...(['ADD_SERVER', 'EDIT_SERVER', 'REMOVE_SERVER', 'EXCLUDE', 'ALLOW_ONLY', 'CRASH'] as const).flatMap((type) => NAMES.map((name) => ({ type, name }))),
+        { type: 'APPROVE' },
+        { type: 'REJECT' },
+      ],
+    });
+    const paths = testModel.getShortestPaths();
+    let sut!: Sut;
+
+    /** Servers whose entry and expected state a step leaves unchanged must not be torn down. */
+    const untouched = async (next: ModelContext, run: () => Promise<void>) => {
+      const prev = sut.last!;
+      const stable = NAMES.filter(
+        (n) => expectedState(prev, n) === 'connected' && expectedState(next, n) === 'connected' && prev.version[n] === next.version[n],
+      );
+      const generations = stable.map((n) => sut.generationOf(n));
+      const logBefore = sut.world.log.length;
+      await run();
+      const newLines = sut.world.log.slice(logBefore);
+      for (const [i, n] of stable.entries()) {
+        expect(newLines.filter((l) => l === `dropTools ${n}` || l === `disconnect ${n}` || l.startsWith(`connect ${n}#`)), `${n} churned`).toEqual([]);
+        expect(sut.generationOf(n)).toBe(generations[i]);
+      }
+    };
+
+    const reconcile = async (step: { state: ModelSnapshot }) =>
+      untouched(step.state.context, async () => {
+        const { desired, gating } = levels(step.state.context);
+        sut.actor.send({ type: 'CONFIG', desired, gating });
+        await sut.settle();
+      });
+    const regate = async (step: { state: ModelSnapshot }) =>
+      untouched(step.state.context, async () => {
+        sut.actor.send({ type: 'GATING', gating: gatingOf(step.state.context) });
+        await sut.settle();
+      });
+    const decide = async (step: { state: ModelSnapshot }) =>
+      untouched(step.state.context, async () => {
+        const c = step.state.context;
+        sut.actor.send({ type: 'APPROVAL', name: 'b', decision: { hash: entryOf('b', c.version.b).hash, decision: c.decision!.decision } });
+        await sut.settle();
+      });
+
+    const check = async (state: ModelSnapshot) => {
+      const c = state.context;
+      const snap = sut.actor.getSnapshot();
+      for (const n of NAMES) {
+        const expected = expectedState(c, n);
+        expect(sut.stateOf(n), `state of ${n}`).toBe(expected);
+        // the registry holds exactly the tools of connected servers (nothing is reconnecting at rest)
+        expect(sut.world.tools.has(n), `tools of ${n}`).toBe(expected === 'connected');
+        expect(sut.world.connections.has(n), `connection of ${n}`).toBe(expected === 'connected');
+        // a removed server's name is remembered for its reason
+        expect(snap.context.removed.includes(n), `${n} remembered as removed`).toBe(!c.present[n]);
+        if (expected === 'connected') expect(sut.world.tools.get(n)).toBe(sut.generationOf(n));
+      }
+      // gated server b never connected without an approval for its current hash
+      for (const call of sut.world.connectCalls.filter((x) => x.name === 'b')) {
+        expect(call.entry.hash).toMatch(/^b-h[01]$/);
+      }
+      sut.last = c;
+    };
+
+    let steps = 0;
+    const statesSeen = new Set<string>();
+    for (const path of paths) {
+      sut = new Sut(model.getInitialSnapshot(undefined as never).context);
+      await sut.settle();
+      await path.test({
+        events: {
+          ADD_SERVER: reconcile,
+          EDIT_SERVER: reconcile,
+          REMOVE_SERVER: reconcile,
+          EXCLUDE: regate,
+          ALLOW_ONLY: regate,
+          APPROVE: decide,
+          REJECT: decide,
+          CRASH: async (step) => {
+            const name = step.state.context.crashed!;
+            const before = sut.generationOf(name)!;
+            sut.world.lose(name, { error: 'process exited' });
+            // the tools stay registered while it reconnects
+            expect(sut.stateOf(name)).toBe('reconnecting');
+            expect(sut.world.tools.get(name)).toBe(before);
+            sut.clock.increment(500);
+            await flush();
+            expect(sut.generationOf(name)).toBe(before + 1);
+          },
+        },
+        states: {
+          '*': async (state) => {
+            steps++;
+            statesSeen.add(JSON.stringify(state.context));
+            await check(state);
+          },
+        },
+      });
+      sut.actor.stop();
+    }
+    console.log(`[controller model] ${paths.length} paths, ${statesSeen.size} distinct model states, ${steps} states checked against the reconciler`);
+    expect(statesSeen.size).toBeGreaterThan(100);
+    // every modelled server state was met
+    const met = new Set([...statesSeen].flatMap((s) => NAMES.map((n) => expectedState(JSON.parse(s) as ModelContext, n) ?? 'absent')));
+    expect([...met].sort()).toEqual(['absent', 'connected', 'excluded', 'not_allowed', 'pending_approval', 'rejected']);
+  });
+});

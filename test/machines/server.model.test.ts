@@ -1,0 +1,439 @@
+/**
+ * Model-based tests of the REAL serverMachine (TESTING.md §2, way 1): paths
+ * are generated with `xstate/graph` over synthetic events — including the
+ * machine's own `xstate.done.actor.connect`, `xstate.error.actor.connect` and
+ * `xstate.after.*` events — and replayed with the pure `transition()`, whose
+ * returned actions drive a simulated connection and tool registry. Every
+ * step of every path is checked against the invariants.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { getShortestPaths, getSimplePaths, type StatePath } from 'xstate/graph';
+import { initialTransition, transition, type AnyEventObject, type ExecutableActionsFrom, type SnapshotFrom } from 'xstate';
+import { admissionOf, approvalStateOf, isGated } from '../../machines/admission.js';
+import { serverMachine, type ServerInput } from '../../machines/server.machine.js';
+import { holdsTools, isLive, publicStatusOf, reasonOf, SERVER_STATE_NAMES, stateNameOf, type ServerStateName } from '../../machines/reason.js';
+import type { DesiredServer, GatingState, ServerConfig } from '../../machines/types.js';
+import { reconcilerMachine } from '../../machines/reconciler.machine.js';
+import { entry, openGating } from './fixtures.js';
+
+type Machine = typeof serverMachine;
+type Snap = SnapshotFrom<Machine>;
+type Action = ExecutableActionsFrom<Machine>;
+
+const NAME = 'srv';
+const AFTER_RETRY = 'xstate.after.retryDelay.server.live.reconnecting.waiting';
+const AFTER_HEALTHY = 'xstate.after.healthyDelay.server.live.connected';
+const AFTER_RESTART = 'xstate.after.restartDelay.server.fingerprint_changed';
+
+/**
+ * The entry variants a path can switch between: `A` (the base), `A_filter`
+ * (same fingerprint, other includeTools: new hash), `B` (other fingerprint),
+ * `A_disabled` (disabled: true, same fingerprint, new hash).
+ */
+function variants(scope: 'project' | 'user'): Record<string, DesiredServer> {
+  const make = (fp: string, hash: string, config: ServerConfig) => ({ ...entry(NAME, { scope, fp, hash }), config });
+  return {
+    A: make('fA', 'hA', { command: 'node', args: ['a'] }),
+    A_filter: make('fA', 'hA_filter', { command: 'node', args: ['a'], includeTools: ['only'] }),
+    B: make('fB', 'hB', { command: 'node', args: ['b'] }),
+    A_disabled: make('fA', 'hA_disabled', { command: 'node', args: ['a'], disabled: true }),
+  };
+}
+
+/** Gating profiles a path can switch between (decisions are kept across them). */
+const PROFILES: Record<string, Omit<GatingState, 'approvals'>> = {
+  open: { excluded: [], trusted: true },
+  excluded: { excluded: [NAME], trusted: true },
+  not_allowed: { excluded: [], trusted: true, allowed: ['other'] },
+  deny_all: { excluded: [], trusted: true, allowed: [] },
+  untrusted: { excluded: [], trusted: false },
+};
+
+const EXPECTED_REASON: Record<ServerStateName, string | undefined> = {
+  pending_approval: 'pending_approval',
+  rejected: 'rejected',
+  excluded: 'excluded',
+  not_allowed: 'not_allowed',
+  disabled: 'disabled',
+  untrusted: 'untrusted',
+  connecting: undefined,
+  connected: undefined,
+  fingerprint_changed: 'reconnecting',
+  reconnecting: 'reconnecting',
+  needs_auth: 'needs_auth',
+  failed: 'failed',
+  removed: 'removed',
+};
+const EXPECTED_STATUS: Record<ServerStateName, string> = {
+  pending_approval: 'pending',
+  rejected: 'disabled',
+  excluded: 'disabled',
+  not_allowed: 'disabled',
+  disabled: 'disabled',
+  untrusted: 'disabled',
+  connecting: 'connecting',
+  connected: 'connected',
+  fingerprint_changed: 'connecting',
+  reconnecting: 'connecting',
+  needs_auth: 'needs-auth',
+  failed: 'failed',
+  removed: 'disabled',
+};
+const VERDICT_STATES = new Set<ServerStateName>(['pending_approval', 'rejected', 'excluded', 'not_allowed', 'disabled', 'untrusted']);
+
+const authError = Object.assign(new Error('authorization required'), { code: 'needs_auth' });
+
+type Options = { gatingEvents: boolean; entryEvents: boolean; variants: Record<string, DesiredServer> };
+
+/** Every event worth sending in `s`, built from its context so the graph stays finite. */
+function eventsFor(s: Snap, opts: Options): AnyEventObject[] {
+  const { generation, entry: e, gating: g } = s.context;
+  const upd = (entry: DesiredServer, gating: GatingState) => ({ type: 'UPDATE', entry, gating });
+  const out: AnyEventObject[] = [];
+  // The connect actor's own events exist only while it runs (an unhandled actor error would fail the machine).
+  if (s.children.connect) {
+    out.push(
+      { type: 'xstate.done.actor.connect', output: { generation }, rel: 'current' },
+      { type: 'xstate.done.actor.connect', output: { generation: generation - 1 }, rel: 'stale' },
+      { type: 'xstate.error.actor.connect', error: new Error('connection refused') },
+      { type: 'xstate.error.actor.connect', error: authError },
+    );
+  }
+  out.push(
+    { type: AFTER_RETRY },
+    { type: AFTER_HEALTHY },
+    { type: AFTER_RESTART },
+    { type: 'CONNECTION_LOST', generation, error: 'process exited', rel: 'current' },
+    { type: 'CONNECTION_LOST', generation, sessionLost: true, rel: 'current' },
+    { type: 'CONNECTION_LOST', generation: generation - 1, rel: 'stale' },
+    upd(e, g),
+    { type: 'RECONNECT' },
+    { type: 'REMOVE' },
+  );
+  if (opts.entryEvents) {
+    for (const v of Object.values(opts.variants)) if (v.hash !== e.hash) out.push(upd(v, g));
+  }
+  if (opts.gatingEvents) {
+    for (const profile of Object.values(PROFILES)) out.push(upd(e, { ...profile, approvals: g.approvals }));
+  }
+  if (opts.gatingEvents && isGated(e)) {
+    out.push(
+      upd(e, { ...g, approvals: { [NAME]: { hash: e.hash, decision: 'approved' } } }),
+      upd(e, { ...g, approvals: { [NAME]: { hash: e.hash, decision: 'rejected' } } }),
+      upd(e, { ...g, approvals: {} }),
+    );
+  }
+  return out;
+}
+
+/**
+ * Abstract state key: everything that decides behaviour except the
+ * generation counter (unbounded) and decisions for hashes other than the
+ * current one. Keeps the graph finite.
+ */
+function keyOf(s: Snap): string {
+  const { attempt, healthy, entry: e, gating: g } = s.context;
+  return JSON.stringify({
+    v: s.value,
+    st: s.status,
+    attempt,
+    healthy,
+    hash: e.hash,
+    excluded: g.excluded,
+    allowed: g.allowed,
+    trusted: g.trusted,
+    approval: approvalStateOf(e, g),
+  });
+}
+
+/** Connection and registry as the provided actors and actions would leave them. */
+interface World {
+  /** Generation of the connect attempt in flight. */
+  opening?: number;
+  /** Generation of the open client. */
+  conn?: number;
+  /** Generation whose tools are registered. */
+  tools?: number;
+}
+
+/** Whether `a` stops the invoked child `id` (stopChild is not in the machine's own action union). */
+function stops(a: Action, id: string): boolean {
+  return (a.type as string) === 'xstate.stopChild' && (a.params as { id?: string } | undefined)?.id === id;
+}
+
+function isConnectDone(ev: AnyEventObject): ev is AnyEventObject & { output: { generation: number } } {
+  return ev.type === 'xstate.done.actor.connect';
+}
+
+/** What the outside world does around one macrostep: the event's own effect, then the machine's actions. */
+function applyStep(w: World, ev: AnyEventObject, actions: Action[]): World {
+  const next = { ...w };
+  // A real connect actor commits its generation before resolving; only the in-flight attempt can resolve.
+  if (isConnectDone(ev) && ev.output.generation === w.opening) {
+    next.conn = ev.output.generation;
+    next.tools = ev.output.generation;
+  }
+  if (ev.type === 'xstate.error.actor.connect') next.opening = undefined;
+  if (ev.type === 'CONNECTION_LOST' && ev.generation === w.conn) next.conn = undefined;
+  for (const a of actions) {
+    const params = a.params as { id?: string; input?: { generation: number } } | undefined;
+    if (a.type === 'xstate.spawnChild' && params?.id === 'connect') next.opening = params.input!.generation;
+    if (stops(a, 'connect')) next.opening = undefined;
+    if (a.type === 'dropTools') next.tools = undefined;
+    if (a.type === 'disconnect') {
+      next.conn = undefined;
+      next.opening = undefined;
+    }
+  }
+  return next;
+}
+
+function subState(s: Snap): string | undefined {
+  const v = s.value as { live?: { reconnecting?: string } };
+  return typeof v === 'object' && typeof v.live === 'object' ? v.live.reconnecting : undefined;
+}
+
+interface Coverage {
+  states: Set<ServerStateName>;
+  keys: Set<string>;
+  transitions: Set<string>;
+  steps: number;
+}
+
+/** A failed invariant, with the step it failed at (built only when it fails: this runs ~30 000 times). */
+class InvariantError extends Error {}
+
+/** Check every invariant of one step `prev --ev--> next` (with the actions it ran). */
+function checkStep(prev: Snap | undefined, ev: AnyEventObject, next: Snap, actions: Action[], w: World, cov: Coverage): void {
+  const name = stateNameOf(next);
+  const ctx = next.context;
+  const check = (ok: boolean, what: string): void => {
+    if (!ok) {
+      throw new InvariantError(
+        `${what}\n  event: ${JSON.stringify(ev).slice(0, 200)}\n  state: ${JSON.stringify(next.value)} ${JSON.stringify({ ...ctx, entry: ctx.entry.hash })}\n  world: ${JSON.stringify(w)}\n  actions: ${actions.map((a) => a.type).join(', ')}`,
+      );
+    }
+  };
+  const same = (a: unknown, b: unknown) => isDeepStrictEqual(a, b);
+  cov.states.add(name);
+  cov.keys.add(keyOf(next));
+  if (prev) cov.transitions.add(`${keyOf(prev)} ${JSON.stringify(ev)}`);
+  cov.steps++;
+  check(next.status !== 'error', 'the machine never errors');
+
+  // reason and status are the projection of the state, nothing else
+  check(reasonOf(next) === EXPECTED_REASON[name], `reasonOf(${name})`);
+  check(publicStatusOf(next) === EXPECTED_STATUS[name], `publicStatusOf(${name})`);
+
+  const verdict = admissionOf(ctx.entry, ctx.gating);
+  if (VERDICT_STATES.has(name)) check(verdict === name, `a resting verdict state matches admission (${verdict})`);
+  if (isLive(next)) check(verdict === 'admitted', `a live server is admitted (${verdict})`);
+
+  // no connection and no tools outside the live states
+  if (!isLive(next)) check(w.opening === undefined && w.conn === undefined && w.tools === undefined, `no connection and no tools in ${name}`);
+  // the registry holds tools only for connected / reconnecting servers, and a connected server's are current
+  if (w.tools !== undefined) check(holdsTools(name), `tools registered only while connected or reconnecting`);
+  if (name === 'connected') check(w.tools === ctx.generation && w.conn === ctx.generation, 'connected: current generation registered and open');
+  if (name === 'connecting' || subState(next) === 'attempting') check(w.opening === ctx.generation, 'an attempt for the current generation is in flight');
+  if (name === 'connecting') check(w.tools === undefined, 'a first connection holds no tools');
+  if (subState(next) === 'waiting') check(w.opening === undefined, 'nothing in flight while waiting');
+
+  // a gated server never connects without an approval for its current hash in a trusted folder
+  const spawnsConnect = actions.some((a) => a.type === 'xstate.spawnChild' && (a.params as { id?: string }).id === 'connect');
+  if ((isLive(next) || spawnsConnect) && isGated(ctx.entry)) {
+    check(ctx.gating.trusted, 'gated servers connect only in a trusted folder');
+    check(same(ctx.gating.approvals[NAME], { hash: ctx.entry.hash, decision: 'approved' }), 'gated servers connect only when approved for the current hash');
+  }
+  if (spawnsConnect) check(verdict === 'admitted', 'connect starts only when admitted');
+
+  // the budget
+  if (name === 'failed') check(ctx.attempt >= ctx.backoff.attempts, 'failed only when the budget is spent');
+  if (isLive(next)) check(ctx.attempt < ctx.backoff.attempts, 'live only within the budget');
+
+  if (!prev) return;
+  const prevName = stateNameOf(prev);
+  const types = actions.map((a) => a.type as string);
+  const teardown = actions.filter((a) => a.type === 'dropTools' || a.type === 'disconnect' || stops(a, 'connect'));
+
+  // no churn: an UPDATE that keeps a live server admitted with the same fingerprint changes nothing but context
+  if (ev.type === 'UPDATE' && isLive(prev)) {
+    const { entry: e, gating: g } = ev as unknown as { entry: DesiredServer; gating: GatingState };
+    if (admissionOf(e, g) === 'admitted' && e.fingerprint === prev.context.entry.fingerprint) {
+      check(teardown.length === 0, 'no teardown on an update that keeps the server admitted and its fingerprint');
+      check(same(next.value, prev.value) && next.context.generation === prev.context.generation, 'no state change, no new generation');
+      const filters = types.filter((t) => t === 'applyFilter').length;
+      check(filters === (e.hash === prev.context.entry.hash ? 0 : 1), 'applyFilter exactly when the config changed');
+    }
+  }
+  // an UPDATE with identical data does nothing anywhere
+  if (ev.type === 'UPDATE') {
+    const u = ev as unknown as { entry: DesiredServer; gating: GatingState };
+    if (u.entry === prev.context.entry && u.gating === prev.context.gating) {
+      check(actions.length === 0 && same(next.value, prev.value), 'an identical UPDATE is a no-op');
+    }
+  }
+  // late events of an old generation are ignored
+  const stale =
+    (isConnectDone(ev) && ev.output.generation !== prev.context.generation) ||
+    (ev.type === 'CONNECTION_LOST' && ev.generation !== prev.context.generation);
+  if (stale) check(actions.length === 0 && same(next.value, prev.value) && same(next.context, prev.context), 'a stale event is ignored');
+  // moving inside the live set keeps the tools; leaving it drops them, once
+  const drops = types.filter((t) => t === 'dropTools' || t === 'disconnect');
+  if (isLive(prev) && isLive(next)) check(drops.length === 0, 'moving between live states keeps the tools');
+  if (isLive(prev) && !isLive(next)) check(same(drops, ['dropTools', 'disconnect']), 'leaving the live states drops tools and disconnects');
+  if (!isLive(prev)) check(drops.length === 0, 'nothing to tear down outside the live states');
+  if (prevName === 'removed') check(next.value === 'removed', 'removed is final');
+}
+
+/**
+ * States that differ only in the generation counter share a graph node, so a
+ * path may reach a node with another generation than the one its events were
+ * built for: re-target generation-carrying events (`rel`) at replay time.
+ */
+function retarget(ev: AnyEventObject, s: Snap): AnyEventObject {
+  if (ev.rel === undefined) return ev;
+  const generation = s.context.generation - (ev.rel === 'stale' ? 1 : 0);
+  return isConnectDone(ev) ? { ...ev, output: { generation } } : { ...ev, generation };
+}
+
+interface End {
+  snap: Snap;
+  world: World;
+}
+
+function describePath(events: AnyEventObject[]): string {
+  return `\npath:\n${events.map((e) => `  ${JSON.stringify(e).slice(0, 160)}`).join('\n')}`;
+}
+
+/** One macrostep from `from`, with the world updated and every invariant checked. */
+function step(machine: Machine, from: End, raw: AnyEventObject, cov: Coverage, history: AnyEventObject[]): End {
+  const ev = retarget(raw, from.snap);
+  const [snap, actions] = transition(machine, from.snap, ev as never);
+  const world = applyStep(from.world, ev, actions);
+  try {
+    checkStep(from.snap, ev, snap, actions, world, cov);
+  } catch (err) {
+    (err as Error).message += describePath([...history, ev]);
+    throw err;
+  }
+  return { snap, world };
+}
+
+/** Replay `events` from the initial snapshot with the pure `transition()`, checking every step. */
+function replay(machine: Machine, input: ServerInput, events: AnyEventObject[], cov: Coverage): End {
+  const [snap, actions] = initialTransition(machine, input);
+  const world = applyStep({}, { type: 'xstate.init' }, actions);
+  checkStep(undefined, { type: 'xstate.init' }, snap, actions, world, cov);
+  let end: End = { snap, world };
+  const history: AnyEventObject[] = [];
+  for (const ev of events) {
+    end = step(machine, end, ev, cov, history);
+    history.push(ev);
+  }
+  return end;
+}
+
+function newCoverage(): Coverage {
+  return { states: new Set(), keys: new Set(), transitions: new Set(), steps: 0 };
+}
+
+const eventsOf = (p: StatePath<Snap, AnyEventObject>) => p.steps.slice(1).map((s) => s.event);
+
+/**
+ * Every transition of the graph: the shortest path to each state, then each
+ * event from there. The prefix is replayed once per state, each event once.
+ */
+function walkAllTransitions(label: string, input: ServerInput, opts: Options): Coverage {
+  const machine = serverMachine;
+  const traversal = {
+    input,
+    serializeState: (s: Snap) => keyOf(s),
+    events: (s: Snap) => eventsFor(s, opts) as never[],
+  };
+  const paths = getShortestPaths(machine, traversal) as unknown as StatePath<Snap, AnyEventObject>[];
+  const cov = newCoverage();
+  let walked = 0;
+  for (const p of paths) {
+    const end = replay(machine, input, eventsOf(p), cov);
+    for (const ev of eventsFor(p.state, opts)) {
+      step(machine, end, ev, cov, eventsOf(p));
+      walked++;
+    }
+  }
+  console.log(
+    `[server model, ${label}] ${walked} paths (shortest path to each of ${paths.length} states + one event), ` +
+      `${cov.steps} steps checked, ${cov.keys.size} distinct states, ${walked} transitions ` +
+      `(${cov.transitions.size} distinct), public states reached: ${cov.states.size}/13`,
+  );
+  // replaying the paths reaches exactly the graph's states (the abstraction loses nothing that matters)
+  expect(cov.keys.size).toBe(paths.length);
+  return cov;
+}
+
+describe('serverMachine, walked with xstate/graph', () => {
+  it('keeps every invariant on every transition of a gated (project) server and of an ungated (user) server', () => {
+    const gated = walkAllTransitions(
+      'gated',
+      { name: NAME, entry: variants('project').A!, gating: { ...PROFILES.open!, approvals: {} }, backoff: { attempts: 3 } },
+      { gatingEvents: true, entryEvents: true, variants: variants('project') },
+    );
+    const ungated = walkAllTransitions(
+      'ungated',
+      { name: NAME, entry: variants('user').A!, gating: { ...PROFILES.open!, approvals: {} }, backoff: { attempts: 3 } },
+      { gatingEvents: true, entryEvents: true, variants: variants('user') },
+    );
+    const reached = new Set([...gated.states, ...ungated.states]);
+    expect([...reached].sort()).toEqual([...SERVER_STATE_NAMES].sort());
+    // A gated server's fingerprint change changes its hash too, so it goes back to approval instead.
+    expect(gated.states.has('fingerprint_changed')).toBe(false);
+    expect(ungated.states.has('pending_approval')).toBe(false);
+  });
+
+  it('keeps every invariant on every simple path of the supervisor', () => {
+    const machine = serverMachine;
+    const opts: Options = { gatingEvents: false, entryEvents: false, variants: {} };
+    const input: ServerInput = { name: NAME, entry: variants('user').A!, gating: openGating(), backoff: { attempts: 2 } };
+    const paths = getSimplePaths(machine, {
+      input,
+      serializeState: (s: Snap) => keyOf(s),
+      events: (s: Snap) => eventsFor(s, opts) as never[],
+    }) as unknown as StatePath<Snap, AnyEventObject>[];
+    const cov = newCoverage();
+    for (const p of paths) replay(machine, input, eventsOf(p), cov);
+    console.log(
+      `[server model, supervisor] ${paths.length} simple paths, ${cov.steps} steps checked, ${cov.keys.size} distinct states, ` +
+        `${cov.transitions.size} distinct transitions, public states: ${[...cov.states].sort().join(', ')}`,
+    );
+    expect([...cov.states].sort()).toEqual(['connected', 'connecting', 'failed', 'needs_auth', 'reconnecting', 'removed']);
+    expect(paths.length).toBeGreaterThan(cov.keys.size);
+  });
+});
+
+describe('reconcilerMachine, walked with xstate/graph', () => {
+  it('reaches both of its states', () => {
+    const a = entry('a');
+    const b = entry('b', { scope: 'project' });
+    const desiredA = { a };
+    const desiredAB = { a, b };
+    const paths = getShortestPaths(reconcilerMachine, {
+      input: { gating: openGating() },
+      serializeState: (s) => JSON.stringify({ v: s.value, names: Object.keys(s.context.servers).sort(), removed: [...s.context.removed].sort() }),
+      events: [
+        { type: 'CONFIG', desired: desiredA, gating: openGating() },
+        { type: 'CONFIG', desired: desiredAB, gating: openGating() },
+        { type: 'CONFIG', desired: {}, gating: openGating() },
+        { type: 'DISPOSE' },
+      ],
+    });
+    const values = new Set(paths.map((p) => JSON.stringify(p.state.value)));
+    console.log(`[reconciler model] ${paths.length} shortest paths, states: ${[...values].join(', ')}`);
+    expect(values).toEqual(new Set(['"active"', '"disposed"']));
+    // children in the snapshot always match the context's servers
+    for (const p of paths) {
+      for (const step of p.steps) {
+        expect(Object.keys(step.state.children).sort()).toEqual(Object.keys(step.state.context.servers).sort());
+      }
+    }
+  });
+});
