@@ -1,0 +1,125 @@
+import { approvalStateOf, isGated, type ApprovalState } from '../../../machines/admission.js';
+import type { ApprovalDecision, DesiredServer, ServerConfig } from '../../../machines/types.js';
+import { canonicalRoot, FileApprovalStore } from '../../approvals/store.js';
+import { formatIssue } from '../../config/sources.js';
+import { ErrorCode, McpReconcilerError } from '../../errors.js';
+import { computeGating } from '../../gating/compute.js';
+import { transportOf } from '../../gating/fingerprint.js';
+import type { CliCommand, CliContext } from '../command.js';
+import { displayPath, joinList, table } from '../output.js';
+import { loadWorkspace } from '../workspace.js';
+
+// Values under names like these are secrets more often than not; `config`
+// output is for looking at, so it never prints them.
+const SECRET_NAME = /token|secret|passw|api_?key|_key$|^key$|auth|cookie|credential|session/i;
+
+function redact(config: ServerConfig): Omit<ServerConfig, 'instance'> {
+  const { instance: _instance, ...rest } = config;
+  const hide = (rec: Record<string, string> | undefined) =>
+    rec && Object.fromEntries(Object.entries(rec).map(([k, v]) => [k, SECRET_NAME.test(k) && v !== '' ? '***' : v]));
+  return { ...rest, ...(rest.env ? { env: hide(rest.env) } : {}), ...(rest.headers ? { headers: hide(rest.headers) } : {}) };
+}
+
+async function run(ctx: CliContext): Promise<number> {
+  const { io, global: g } = ctx;
+  if (ctx.positionals.length > 0) {
+    throw new McpReconcilerError(ErrorCode.Usage, `config takes no arguments, got "${ctx.positionals.join(' ')}"`, {
+      hint: 'run `mcp-reconciler config --help`',
+    });
+  }
+  const ws = await loadWorkspace(g, io);
+  const fatal = ws.loaded.filter((l) => l.fatal).flatMap((l) => l.issues);
+  if (fatal.length > 0) {
+    throw new McpReconcilerError(ErrorCode.ConfigInvalid, fatal.map(formatIssue).join('\n       '), {
+      hint: 'fix the file and run again; a running controller keeps the last good config meanwhile',
+      details: { issues: fatal },
+    });
+  }
+  const { desired, settings, issues } = ws.assembled;
+
+  const store = new FileApprovalStore(g.approvalsPath);
+  const { decisions, error: approvalsError } = await store.load(await canonicalRoot(g.root));
+  const approvals: Record<string, ApprovalDecision> = {};
+  for (const [name, r] of Object.entries(decisions)) approvals[name] = { hash: r.hash, decision: r.decision };
+  // The person running the CLI in this folder is the one who trusts it.
+  const computed = computeGating(desired, { settings, cliAllowedServerNames: g.cliAllowedServerNames, trusted: true, approvals });
+
+  const approvalOf = (e: DesiredServer): ApprovalState | null => (isGated(e) ? approvalStateOf(e, computed.gating) : null);
+  const entries = Object.values(desired).sort((a, b) => a.name.localeCompare(b.name));
+
+  if (g.json) {
+    const doc = {
+      root: g.root,
+      preset: g.preset.name,
+      sources: ws.loaded.map((l) => ({ path: l.source.path, scope: l.source.scope, exists: l.exists })),
+      gating: computed.lists,
+      servers: entries.map((e) => ({
+        name: e.name,
+        scope: e.scope,
+        source: e.source,
+        type: transportOf(e.config),
+        verdict: computed.verdicts[e.name] ?? null,
+        approval: approvalOf(e),
+        fingerprint: e.fingerprint,
+        hash: e.hash,
+        config: redact(e.config),
+      })),
+      issues,
+      ...(approvalsError ? { approvalsError: { message: approvalsError.message, hint: approvalsError.hint } } : {}),
+    };
+    io.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+    return 0;
+  }
+
+  const show = (p: string) => displayPath(p, g.root, g.home);
+  const lines: string[] = [];
+  lines.push(table([
+    ['root', g.root],
+    ['preset', g.preset.name],
+  ]));
+  lines.push('', 'sources');
+  lines.push(indent(table(ws.loaded.map((l) => [l.source.scope, show(l.source.path), l.exists ? '' : '(missing)']))));
+  lines.push('', 'gating');
+  lines.push(
+    indent(
+      table([
+        ['allowed', computed.lists.allowed === undefined ? '(all)' : joinList(computed.lists.allowed, '(none: deny all)')],
+        ['excluded', joinList(computed.lists.excluded)],
+        ['pending', joinList(computed.lists.pending)],
+        ['rejected', joinList(computed.lists.rejected)],
+      ]),
+    ),
+  );
+  lines.push('');
+  if (entries.length === 0) {
+    lines.push('no servers configured');
+  } else {
+    lines.push(
+      table([
+        ['NAME', 'SCOPE', 'TYPE', 'VERDICT', 'APPROVAL', 'SOURCE'],
+        ...entries.map((e) => [e.name, e.scope, transportOf(e.config), computed.verdicts[e.name] ?? '?', approvalOf(e) ?? '-', show(e.source)]),
+      ]),
+    );
+  }
+  io.stdout.write(`${lines.join('\n')}\n`);
+  for (const issue of issues) io.stderr.write(`warning: ${formatIssue(issue)}\n`);
+  if (approvalsError) {
+    io.stderr.write(`warning: approvals: ${approvalsError.message}\n`);
+    if (approvalsError.hint) io.stderr.write(`hint: ${approvalsError.hint}\n`);
+  }
+  return 0;
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((l) => `  ${l}`)
+    .join('\n');
+}
+
+/** `config`: the merged desired map with each entry's scope, source, type, verdict and approval. */
+export const configCommand: CliCommand = {
+  name: 'config',
+  summary: 'the merged desired map with each entry’s source and gating',
+  run,
+};

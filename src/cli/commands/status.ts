@@ -1,0 +1,44 @@
+import type { ServerStatus } from '../../controller/types.js';
+import { formatIssue, type ConfigIssue } from '../../config/sources.js';
+import type { CliCommand, CliContext } from '../command.js';
+import { withController } from '../controller-session.js';
+import { displayPath, table } from '../output.js';
+
+/** One human line per server: name, scope, state, tools, reason. */
+export function statusTable(rows: readonly ServerStatus[], root: string, home: string): string {
+  if (rows.length === 0) return 'no servers configured';
+  return table([
+    ['NAME', 'SCOPE', 'STATE', 'TOOLS', 'REASON', 'SOURCE'],
+    ...rows.map((r) => [
+      r.name,
+      r.scope ?? '-',
+      r.state,
+      String(r.tools.length),
+      r.reason ?? (r.lastError ? `error: ${r.lastError.split('\n')[0]!.slice(0, 80)}` : '-'),
+      r.source ? displayPath(r.source, root, home) : '-',
+    ]),
+  ]);
+}
+
+async function run(ctx: CliContext): Promise<number> {
+  const issues: ConfigIssue[] = [];
+  const rows = await withController(ctx, async (c) => c.status(), {}, (c) => {
+    c.on('config-error', (e) => issues.push(...e.issues));
+  });
+  if (ctx.global.json) {
+    ctx.io.stdout.write(`${JSON.stringify({ servers: rows, issues }, null, 2)}\n`);
+  } else {
+    ctx.io.stdout.write(`${statusTable(rows, ctx.global.root, ctx.global.home)}\n`);
+    for (const i of issues) ctx.io.stderr.write(`warning: ${formatIssue(i)}\n`);
+    const pending = rows.filter((r) => r.reason === 'pending_approval').map((r) => r.name);
+    if (pending.length > 0) ctx.io.stderr.write(`hint: ${pending.join(', ')} wait for approval: mcp-reconciler approve NAME\n`);
+  }
+  return 0;
+}
+
+/** `status`: start, settle, print every server's state, exit. */
+export const statusCommand: CliCommand = {
+  name: 'status',
+  summary: 'start the servers, wait until they settle, print their state, exit',
+  run,
+};

@@ -1,0 +1,60 @@
+import { writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { ErrorCode, McpReconcilerError, describeError } from '../../errors.js';
+import { renderChart, VIZ_FORMATS, VIZ_MACHINES, type VizMachineName } from '../../viz/index.js';
+import type { DotDetail } from '../../viz/dot.js';
+import type { CliCommand, CliContext } from '../command.js';
+
+const DETAILS: readonly DotDetail[] = ['full', 'compact', 'outline'];
+
+function usage(message: string, hint: string): McpReconcilerError {
+  return new McpReconcilerError(ErrorCode.Usage, message, { hint });
+}
+
+function oneOf<T extends string>(value: unknown, allowed: readonly T[], what: string, fallback: T): T {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
+    throw usage(`unknown ${what} "${String(value)}"`, `use one of: ${allowed.join(', ')}`);
+  }
+  return value as T;
+}
+
+async function run(ctx: CliContext): Promise<number> {
+  const [name, ...rest] = ctx.positionals;
+  if (rest.length > 0) throw usage(`viz draws one machine, got ${ctx.positionals.length}`, 'e.g. mcp-reconciler viz server --format svg');
+  const machine = oneOf(name, Object.keys(VIZ_MACHINES) as VizMachineName[], 'machine', 'server');
+  // `--json` is the global "machine-readable" switch: here it means the JSON graph.
+  const format = oneOf(ctx.values.format ?? (ctx.global.json ? 'json' : undefined), VIZ_FORMATS, 'format', 'mermaid');
+  const detail = oneOf(ctx.values.detail, DETAILS, 'detail', 'full');
+  const out = ctx.values.out;
+  if (out !== undefined && (typeof out !== 'string' || out === '')) throw usage('--out needs a file name', 'e.g. --out docs/server-machine.svg');
+
+  const text = await renderChart(VIZ_MACHINES[machine], format, { detail });
+  if (out === undefined) {
+    ctx.io.stdout.write(text);
+    return 0;
+  }
+  const path = resolve(ctx.io.cwd, out);
+  try {
+    await writeFile(path, text);
+  } catch (err) {
+    // Not a usage error: the command was right, the file system said no (exit 1).
+    throw new Error(`cannot write ${path}: ${describeError(err)} (check that the directory exists and is writable)`, { cause: err });
+  }
+  ctx.io.stderr.write(`wrote the ${machine} machine as ${format} to ${path}\n`);
+  return 0;
+}
+
+/** `viz [server|reconciler] --format mermaid|dot|svg|json [--out FILE]`: state-chart export. */
+export const vizCommand: CliCommand = {
+  name: 'viz',
+  usage: '[server|reconciler]',
+  summary: 'state-chart export of a machine (mermaid | dot | svg | json)',
+  options: { format: { type: 'string' }, out: { type: 'string' }, detail: { type: 'string' } },
+  optionHelp: [
+    '--format F   mermaid (default), dot, svg or json',
+    '--out FILE   write to FILE instead of stdout',
+    '--detail D   dot/svg labels: full (default), compact or outline',
+  ],
+  run,
+};

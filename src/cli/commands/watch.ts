@@ -1,0 +1,203 @@
+import { emitKeypressEvents } from 'node:readline';
+import { createInterface } from 'node:readline';
+import { createMcpController, type McpController } from '../../controller.js';
+import type { McpControllerEvents } from '../../controller/types.js';
+import { formatIssue } from '../../config/sources.js';
+import { describeError } from '../../errors.js';
+import type { CliCommand, CliContext } from '../command.js';
+import { controllerOptionsFor } from '../controller-session.js';
+import { statusTable } from './status.js';
+
+const EVENTS = ['server-state', 'tools-changed', 'pending-approval', 'config-error', 'reconciled'] as const;
+
+/** Resolves when the user (Ctrl-C, SIGTERM) or the caller (`io.signal`) ends the session. */
+function untilStopped(ctx: CliContext): { done: Promise<void>; stop: () => void; release: () => void } {
+  let stop!: () => void;
+  const done = new Promise<void>((resolve) => (stop = resolve));
+  const { signal } = ctx.io;
+  if (signal) {
+    if (signal.aborted) stop();
+    signal.addEventListener('abort', () => stop(), { once: true });
+    return { done, stop, release: () => {} };
+  }
+  const onSignal = (): void => stop();
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
+  return {
+    done,
+    stop,
+    release: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      process.off('SIGHUP', onSignal);
+    },
+  };
+}
+
+/** Machine-readable mode: one JSON object per line for every event; commands read from stdin lines. */
+function ndjson(ctx: CliContext, c: McpController, stop: () => void): () => void {
+  const write = (event: string, payload: object): void => {
+    ctx.io.stdout.write(`${JSON.stringify({ event, at: new Date().toISOString(), ...payload })}\n`);
+  };
+  const offs = EVENTS.map((e) => c.on(e, (p: McpControllerEvents[typeof e]) => write(e, p as object)));
+  let rl: ReturnType<typeof createInterface> | undefined;
+  if (ctx.io.stdin) {
+    rl = createInterface({ input: ctx.io.stdin, terminal: false });
+    rl.on('line', (line) => {
+      void runLine(c, line.trim())
+        .then((r) => r && write('command', r))
+        .catch((err) => write('command', { line, ok: false, error: describeError(err) }));
+    });
+    // stdin closing is not a reason to stop: hosts often start us with no stdin.
+  }
+  return () => {
+    for (const off of offs) off();
+    rl?.close();
+  };
+  function runLine(ctl: McpController, line: string): Promise<object | undefined> {
+    const [verb, ...args] = line.split(/\s+/);
+    const session = args.includes('--session');
+    const name = args.find((a) => a !== '--session');
+    switch (verb) {
+      case '':
+      case undefined:
+        return Promise.resolve(undefined);
+      case 'status':
+        return Promise.resolve({ line, ok: true, status: ctl.status() });
+      case 'quit':
+        stop();
+        return Promise.resolve({ line, ok: true });
+      case 'approve':
+        return ctl.approve(name ?? '', { persist: !session }).then(() => ({ line, ok: true }));
+      case 'reject':
+        return ctl.reject(name ?? '').then(() => ({ line, ok: true }));
+      case 'reconnect':
+        return ctl.reconnect(name ?? '').then(() => ({ line, ok: true }));
+      case 'reload':
+        return ctl.reload().then(() => ({ line, ok: true }));
+      default:
+        return Promise.resolve({ line, ok: false, error: `unknown command "${verb}"; use approve [--session] NAME, reject NAME, reconnect NAME, reload, status, quit` });
+    }
+  }
+}
+
+/** Terminal mode: a live table, a short event feed, and one approval question at a time. */
+function terminal(ctx: CliContext, c: McpController, stop: () => void): () => void {
+  const { io, global: g } = ctx;
+  const feed: string[] = [];
+  const queue: string[] = [];
+  const deferred = new Set<string>();
+  let busy = false;
+  let timer: NodeJS.Timeout | undefined;
+  const log = (line: string): void => {
+    feed.push(`${new Date().toLocaleTimeString()}  ${line}`);
+    if (feed.length > 8) feed.shift();
+    schedule();
+  };
+  const current = (): string | undefined => queue[0];
+  const render = (): void => {
+    timer = undefined;
+    const rows = c.status();
+    const out = ['\x1b[H\x1b[2J', `mcp-reconciler watch — ${g.root}   (Ctrl-C to stop)`, '', statusTable(rows, g.root, g.home), ''];
+    if (feed.length > 0) out.push('recent:', ...feed.map((l) => `  ${l}`), '');
+    const ask = current();
+    if (ask) {
+      const row = rows.find((r) => r.name === ask);
+      out.push(`Approve MCP server "${ask}" from ${row?.source ?? 'a project file'}?  [a]pprove  [s]ession only  [r]eject  [l]ater`);
+    }
+    io.stdout.write(`${out.join('\n')}\n`);
+  };
+  const schedule = (): void => {
+    timer ??= setTimeout(render, 50);
+  };
+  const offs = [
+    c.on('client-update', schedule),
+    c.on('server-state', (e) => log(`${e.name}: ${e.previous ?? 'new'} → ${e.state === e.previous ? e.path : e.state}${e.reason ? ` (${e.reason})` : ''}`)),
+    c.on('tools-changed', (e) => log(`${e.server}: +${e.added.length} -${e.removed.length} tools`)),
+    c.on('config-error', (e) => e.issues.forEach((i) => log(`config: ${formatIssue(i)}`))),
+    c.on('pending-approval', (e) => {
+      for (const s of e.servers) if (!queue.includes(s) && !deferred.has(s)) queue.push(s);
+      schedule();
+    }),
+  ];
+  const stdin = io.stdin;
+  const onKey = (_: string, key: { name?: string; ctrl?: boolean } | undefined): void => {
+    if (!key) return;
+    if (key.ctrl && key.name === 'c') return stop();
+    const ask = current();
+    if (!ask || busy) return;
+    const act = { a: () => c.approve(ask), s: () => c.approve(ask, { persist: false }), r: () => c.reject(ask) }[key.name ?? ''];
+    if (key.name === 'l') {
+      deferred.add(ask);
+      queue.shift();
+      return schedule();
+    }
+    if (!act) return;
+    busy = true;
+    queue.shift();
+    act()
+      .then(() => log(`${ask}: ${key.name === 'r' ? 'rejected' : key.name === 's' ? 'approved for this session' : 'approved'}`))
+      .catch((err) => log(`${ask}: ${describeError(err)}`))
+      .finally(() => {
+        busy = false;
+        schedule();
+      });
+  };
+  if (stdin) {
+    emitKeypressEvents(stdin);
+    stdin.setRawMode?.(true);
+    stdin.on('keypress', onKey);
+    stdin.resume();
+  }
+  render();
+  return () => {
+    for (const off of offs) off();
+    if (timer) clearTimeout(timer);
+    if (stdin) {
+      stdin.off('keypress', onKey);
+      stdin.setRawMode?.(false);
+      stdin.pause();
+    }
+  };
+}
+
+async function run(ctx: CliContext): Promise<number> {
+  const { options, cleanup } = controllerOptionsFor(ctx, { watch: true });
+  const controller = createMcpController(options);
+  const session = untilStopped(ctx);
+  const tty = ctx.io.isTTY === true && !ctx.global.json;
+  const detach = tty ? terminal(ctx, controller, session.stop) : ndjson(ctx, controller, session.stop);
+  let dashboard: { url: string; close(): Promise<void> } | undefined;
+  try {
+    // Ctrl-C while servers are still starting stops now, not once they settle (up to readyTimeoutMs).
+    const stoppedEarly = await Promise.race([controller.start().then(() => false), session.done.then(() => true)]);
+    if (!tty && !stoppedEarly) ctx.io.stdout.write(`${JSON.stringify({ event: 'ready', at: new Date().toISOString(), status: controller.status() })}\n`);
+    if (ctx.values.ui === true && !stoppedEarly) {
+      const { startDashboard } = await import('../../dashboard/server.js');
+      const port = ctx.values.port === undefined ? 0 : Number(ctx.values.port);
+      dashboard = await startDashboard(controller, { port });
+      const line = `dashboard: ${dashboard.url}`;
+      if (tty) ctx.io.stderr.write(`${line}\n`);
+      else ctx.io.stdout.write(`${JSON.stringify({ event: 'dashboard', url: dashboard.url })}\n`);
+    }
+    await session.done;
+  } finally {
+    session.release();
+    detach();
+    await dashboard?.close().catch(() => undefined);
+    await controller.dispose();
+    cleanup();
+  }
+  if (!tty) ctx.io.stdout.write(`${JSON.stringify({ event: 'stopped', at: new Date().toISOString() })}\n`);
+  return 0;
+}
+
+/** `watch`: run the controller, live status, approvals on the terminal, hot reload; Ctrl-C stops cleanly. */
+export const watchCommand: CliCommand = {
+  name: 'watch',
+  summary: 'run the controller with hot reload, a live status view and approval prompts',
+  options: { ui: { type: 'boolean' }, port: { type: 'string' } },
+  optionHelp: ['--ui          also serve the live dashboard on 127.0.0.1 (URL printed)', '--port N      dashboard port (default: a free one)'],
+  run,
+};

@@ -1,0 +1,51 @@
+import { describeReason, fixFor } from '../../controller/messages.js';
+import { ErrorCode, McpReconcilerError } from '../../errors.js';
+import { sanitiseNamePart } from '../../registry/naming.js';
+import type { CliCommand, CliContext } from '../command.js';
+import { withController } from '../controller-session.js';
+
+async function run(ctx: CliContext): Promise<number> {
+  const [target, ...rest] = ctx.positionals;
+  if (!target || rest.length > 0) {
+    throw new McpReconcilerError(ErrorCode.Usage, 'why needs one SERVER or TOOL name', { hint: 'e.g. mcp-reconciler why docs' });
+  }
+  const answer = await withController(ctx, async (c) => {
+    const row = c.status().find((s) => s.name === target);
+    if (row) {
+      const reason = c.unavailableReason(target);
+      return {
+        kind: 'server' as const,
+        name: target,
+        state: row.state,
+        reason: reason ?? null,
+        message: reason
+          ? `MCP server "${target}" ${describeReason(reason)}.${row.lastError ? ` Last error: ${row.lastError}` : ''}`
+          : row.state === 'connected'
+            ? `MCP server "${target}" is connected with ${row.tools.length} tool(s).`
+            : `MCP server "${target}" is ${row.state}.${row.lastError ? ` Last error: ${row.lastError}` : ''}`,
+        fix: reason ? fixFor(reason, target) : null,
+      };
+    }
+    if (target.startsWith('mcp__')) {
+      const tool = c.tools().find((t) => t.name === target);
+      // By the longest sanitised prefix: server names may contain `__` or characters that were replaced.
+      const server = c
+        .status()
+        .map((s) => s.name)
+        .filter((n) => target.startsWith(`mcp__${sanitiseNamePart(n)}__`))
+        .sort((a, b) => b.length - a.length)[0];
+      const reason = tool || server === undefined ? null : (c.unavailableReason(server) ?? null);
+      return { kind: 'tool' as const, name: target, state: null, reason, message: c.toolUnavailableMessage(target), fix: null };
+    }
+    const known = c.status().map((s) => s.name);
+    throw new McpReconcilerError(ErrorCode.UnknownServer, `no MCP server or tool named "${target}"`, {
+      hint: known.length ? `configured servers: ${known.join(', ')}; tool names look like mcp__<server>__<tool>` : 'no servers are configured; check `mcp-reconciler config`',
+    });
+  });
+  if (ctx.global.json) ctx.io.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+  else ctx.io.stdout.write(`${answer.message}${answer.fix ? `\nfix: ${answer.fix}` : ''}\n`);
+  return 0;
+}
+
+/** `why SERVER|TOOL`: the reason and the fix. */
+export const whyCommand: CliCommand = { name: 'why', usage: 'SERVER|TOOL', summary: 'why a server or tool is unavailable, and the fix', run };

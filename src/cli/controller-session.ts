@@ -1,0 +1,60 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createMcpController, type McpController } from '../controller.js';
+import type { McpControllerOptions } from '../controller/types.js';
+import type { CliContext } from './command.js';
+import { cliSources, isInlineConfig } from './workspace.js';
+
+/**
+ * Controller options for a CLI run: the same sources `config` reads (inline
+ * `--config` JSON is written to a private temp file so the controller can
+ * read and watch it like any other).
+ */
+export function controllerOptionsFor(ctx: CliContext, extra: Partial<McpControllerOptions> = {}): { options: McpControllerOptions; cleanup: () => void } {
+  const { global: g, io } = ctx;
+  const inline = g.configFiles.filter(isInlineConfig);
+  let dir: string | undefined;
+  let nextInline = 0;
+  const sources = cliSources(g, io.env).map((s) => {
+    if (s.path !== 'inline') return s;
+    dir ??= mkdtempSync(path.join(tmpdir(), 'mcp-reconciler-inline-'));
+    const file = path.join(dir, `inline-${nextInline}.json`);
+    writeFileSync(file, inline[nextInline++]!, { mode: 0o600 });
+    return { ...s, path: file };
+  });
+  const debug = io.env.MCP_RECONCILER_DEBUG === '1';
+  const options: McpControllerOptions = {
+    cwd: g.root,
+    sources,
+    approvals: g.approvalsPath,
+    env: io.env,
+    ...(g.cliAllowedServerNames ? { cliAllowedServerNames: g.cliAllowedServerNames } : {}),
+    logger: {
+      warn: (m) => debug && io.stderr.write(`warn: ${m}\n`),
+      error: (m) => debug && io.stderr.write(`error: ${m}\n`),
+      ...(debug ? { debug: (m: string) => io.stderr.write(`debug: ${m}\n`) } : {}),
+    },
+    ...extra,
+  };
+  return { options, cleanup: () => dir && rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Start a controller for a one-shot command, run `fn`, and always dispose it. */
+export async function withController<T>(
+  ctx: CliContext,
+  fn: (c: McpController) => Promise<T>,
+  extra: Partial<McpControllerOptions> = {},
+  beforeStart?: (c: McpController) => void,
+): Promise<T> {
+  const { options, cleanup } = controllerOptionsFor(ctx, { watch: false, ...extra });
+  const controller = createMcpController(options);
+  try {
+    beforeStart?.(controller);
+    await controller.start();
+    return await fn(controller);
+  } finally {
+    await controller.dispose();
+    cleanup();
+  }
+}

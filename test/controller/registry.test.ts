@@ -1,0 +1,159 @@
+/**
+ * The tool registry behind a live controller (SPEC §6): naming, conflicts that
+ * reject a whole generation, and filters applied without reconnecting.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { fixturePath, stdioFixtureConfig } from '../helpers/fixtures.js';
+import { waitFor } from '../helpers/processes.js';
+import { firstText, Harness, row, toolNames, waitState } from './support.js';
+
+const h = new Harness();
+afterAll(() => h.cleanup());
+
+describe('naming', () => {
+  it('sanitises server names and caps long names at 64 characters; the capped name still calls', async () => {
+    const ws = h.workspace();
+    const c = h.controller(ws);
+    const name = 'team.docs server/with-a-really-long-name-that-goes-on-and-on';
+    await c.addRuntimeServer(name, stdioFixtureConfig('basic-server'));
+    await c.start();
+    const tools = c.tools();
+    expect(tools.length).toBe(5);
+    for (const t of tools) {
+      expect(t.name).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
+      expect(t.name.startsWith('mcp__team_docs_server_with-a-really')).toBe(true);
+      expect(t.server).toBe(name);
+    }
+    expect(new Set(tools.map((t) => t.name)).size).toBe(tools.length);
+    const echo = tools.find((t) => t.rawName === 'echo')!;
+    expect(firstText(await c.callTool(echo.name, { text: 'long' }))).toBe('long');
+  });
+});
+
+describe('conflicts reject the whole generation', () => {
+  it('duplicate raw names in a first listing: nothing of it is registered, the registry is unchanged', async () => {
+    const ws = h.workspace();
+    const c = h.controller(ws);
+    await c.addRuntimeServer('basic', stdioFixtureConfig('basic-server'));
+    await c.start();
+    const toolsBefore = c.tools();
+    const promptsBefore = c.prompts();
+
+    await c.addRuntimeServer('dup', stdioFixtureConfig('duplicate-tools-server'));
+    await waitFor(() => row(c, 'dup').lastError !== undefined, 'the conflict to be reported');
+    expect(c.tools()).toEqual(toolsBefore);
+    expect(c.prompts()).toEqual(promptsBefore);
+    const r = row(c, 'dup');
+    expect(r.tools).toEqual([]);
+    expect(r.lastError).toMatch(/listing rejected: it lists tool "echo" more than once/);
+  });
+
+  it('a later generation with duplicates keeps the previous generation registered', async () => {
+    const ws = h.workspace();
+    const marker = join(ws.root, 'duplicate-now');
+    const c = h.controller(ws, { backoff: { initialMs: 20, maxMs: 100, attempts: 5 } });
+    await c.addRuntimeServer('dup', {
+      command: 'sh',
+      args: ['-c', `if [ -e "${marker}" ]; then export DUPLICATE=1; else export DUPLICATE=0; fi; exec "${process.execPath}" "${fixturePath('duplicate-tools-server')}"`],
+    });
+    await c.start();
+    const first = row(c, 'dup');
+    expect(first.lastError).toBeUndefined();
+    const toolsBefore = c.tools();
+    const promptsBefore = c.prompts();
+    expect(toolsBefore.map((t) => t.name)).toEqual(['mcp__dup__echo', 'mcp__dup__ping']);
+
+    writeFileSync(marker, '');
+    process.kill(first.pid!, 'SIGKILL');
+    await waitFor(() => {
+      const r = row(c, 'dup');
+      return r.state === 'connected' && r.generation > first.generation && r.lastError !== undefined;
+    }, 'the duplicate generation to connect and be rejected');
+    // Exactly as before, down to the generation the entries came from.
+    expect(c.tools()).toEqual(toolsBefore);
+    expect(c.prompts()).toEqual(promptsBefore);
+    expect(row(c, 'dup').lastError).toMatch(/"echo" more than once.*previously registered tools and prompts stay/);
+    expect(firstText(await c.callTool('mcp__dup__ping', {}))).toBe('pong');
+  });
+
+  it('a name already taken by another server: the newcomer registers nothing, the owner keeps its tools', async () => {
+    const ws = h.workspace();
+    const c = h.controller(ws);
+    await c.addRuntimeServer('a_b', stdioFixtureConfig('basic-server'));
+    await c.start();
+    const toolsBefore = c.tools();
+    const promptsBefore = c.prompts();
+    const changes: unknown[] = [];
+    c.on('tools-changed', (e) => changes.push(e));
+
+    // "a.b" sanitises to "a_b": every one of its names is taken.
+    await c.addRuntimeServer('a.b', stdioFixtureConfig('basic-server'));
+    await waitState(c, 'a.b', 'connected');
+    await waitFor(() => row(c, 'a.b').lastError !== undefined, 'the conflict to be reported');
+    expect(c.tools()).toEqual(toolsBefore);
+    expect(c.prompts()).toEqual(promptsBefore);
+    expect(changes).toEqual([]);
+    expect(row(c, 'a.b').lastError).toMatch(/which MCP server "a_b" already owns/);
+    expect(row(c, 'a_b').lastError).toBeUndefined();
+    expect(c.tools().every((t) => t.server === 'a_b')).toBe(true);
+
+    // Once the owner is gone, the waiting listing fits and is registered.
+    await c.removeRuntimeServer('a_b');
+    await waitFor(() => c.tools().length > 0 && c.tools().every((t) => t.server === 'a.b'), 'the newcomer to take over the names');
+    expect(toolNames(c)).toEqual(toolsBefore.map((t) => t.name).sort());
+  });
+});
+
+describe('includeTools / excludeTools', () => {
+  it('are applied to the live tool list without reconnecting (addRuntimeServer)', async () => {
+    const ws = h.workspace();
+    const c = h.controller(ws);
+    const config = stdioFixtureConfig('basic-server');
+    await c.addRuntimeServer('basic', config);
+    await c.start();
+    const before = row(c, 'basic');
+    expect(before.tools).toHaveLength(5);
+
+    await c.addRuntimeServer('basic', { ...config, excludeTools: ['env', 'pid'] });
+    await waitFor(() => row(c, 'basic').tools.length === 3, 'the exclusion to apply');
+    expect(toolNames(c)).toEqual(['mcp__basic__add', 'mcp__basic__echo', 'mcp__basic__v1_tool']);
+    expect(row(c, 'basic').skippedTools).toEqual([
+      { rawName: 'env', reason: 'listed in excludeTools' },
+      { rawName: 'pid', reason: 'listed in excludeTools' },
+    ]);
+
+    await c.addRuntimeServer('basic', { ...config, includeTools: ['echo'] });
+    await waitFor(() => row(c, 'basic').tools.length === 1, 'the inclusion to apply');
+    expect(toolNames(c)).toEqual(['mcp__basic__echo']);
+
+    await c.addRuntimeServer('basic', config);
+    await waitFor(() => row(c, 'basic').tools.length === 5, 'the filter to be lifted');
+
+    const after = row(c, 'basic');
+    expect(after.pid).toBe(before.pid);
+    expect(after.generation).toBe(before.generation);
+    expect(after.state).toBe('connected');
+  });
+
+  it('are applied after a config edit and reload(), same process, same generation', async () => {
+    const ws = h.workspace();
+    const server = stdioFixtureConfig('basic-server');
+    ws.writeUserSettings({ mcpServers: { notes: server } });
+    const c = h.controller(ws);
+    await c.start();
+    const before = row(c, 'notes');
+    expect(before).toMatchObject({ state: 'connected', scope: 'user' });
+    expect(before.tools).toHaveLength(5);
+
+    ws.writeUserSettings({ mcpServers: { notes: { ...server, includeTools: ['echo', 'add'] } } });
+    await c.reload();
+    await waitFor(() => row(c, 'notes').tools.length === 2, 'the edited filter to apply');
+    expect(toolNames(c)).toEqual(['mcp__notes__add', 'mcp__notes__echo']);
+    const after = row(c, 'notes');
+    expect(after.pid).toBe(before.pid);
+    expect(after.generation).toBe(before.generation);
+    expect(firstText(await c.callTool('mcp__notes__echo', { text: 'filtered' }))).toBe('filtered');
+  });
+});
