@@ -1,0 +1,227 @@
+/**
+ * The dashboard page's script, inlined by page.ts. Plain ES2020 for the
+ * browser, no framework. It builds DOM nodes with textContent only (server
+ * names and errors never become markup), clones the inlined chart once per
+ * server, and updates everything from the SSE stream — there is no polling.
+ * Kept as a string because the project compiles without DOM types; it uses
+ * no template literals so it can live inside one.
+ */
+export const CLIENT_JS = String.raw`
+(function () {
+  'use strict';
+  var token = new URLSearchParams(location.search).get('token') || '';
+  var cards = new Map();
+  var template = document.getElementById('chart');
+  var feedList = document.getElementById('feed');
+  var FEED_MAX = 200;
+
+  function h(tag, attrs, children) {
+    var el = document.createElement(tag);
+    if (attrs) for (var k in attrs) {
+      if (k === 'text') el.textContent = attrs[k];
+      else if (k === 'className') el.className = attrs[k];
+      else if (attrs[k] !== undefined && attrs[k] !== null) el.setAttribute(k, attrs[k]);
+    }
+    (children || []).forEach(function (c) { if (c) el.appendChild(c); });
+    return el;
+  }
+
+  function cloneChart() {
+    var svg = template.content.firstElementChild.cloneNode(true);
+    // ids must stay unique in the page: the chart's state ids become data-state.
+    svg.querySelectorAll('[id]').forEach(function (el) {
+      var id = el.getAttribute('id');
+      if (id.indexOf('state-') === 0) el.setAttribute('data-state', id.slice(6));
+      el.removeAttribute('id');
+    });
+    var box = (svg.getAttribute('viewBox') || '').split(/\s+/);
+    if (box.length === 4) svg.style.maxWidth = Math.round(Number(box[2]) * 1.1) + 'px';
+    svg.removeAttribute('width');
+    svg.removeAttribute('height');
+    svg.setAttribute('role', 'img');
+    return svg;
+  }
+
+  function highlight(card, active) {
+    card.chart.querySelectorAll('.current, .active').forEach(function (el) {
+      el.classList.remove('current');
+      el.classList.remove('active');
+    });
+    active.forEach(function (id, i) {
+      var el = card.chart.querySelector('[data-state="' + CSS.escape(id) + '"]');
+      if (el) el.classList.add(i === active.length - 1 ? 'current' : 'active');
+    });
+    card.chart.setAttribute('aria-label', 'state chart, current state ' + active.join(' > '));
+  }
+
+  function post(action, body, buttons) {
+    buttons.forEach(function (b) { b.disabled = true; });
+    return fetch('/api/' + action, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-dashboard-token': token },
+      body: JSON.stringify(body)
+    }).then(function (res) {
+      return res.json().catch(function () { return {}; }).then(function (data) {
+        if (!res.ok) throw new Error((data && data.error) || ('HTTP ' + res.status));
+      });
+    }).catch(function (err) {
+      var card = cards.get(body.server);
+      if (card) { card.actionError.hidden = false; card.actionError.textContent = action + ' failed: ' + err.message; }
+    }).finally(function () {
+      buttons.forEach(function (b) { b.disabled = false; });
+    });
+  }
+
+  function makeCard(name) {
+    var title = h('h3', { text: name });
+    var scope = h('span', { className: 'badge' });
+    var pill = h('span', { className: 'pill' });
+    var stateName = h('span', { className: 'state-name' });
+    var actions = h('div', { className: 'actions' });
+    var desc = h('p', { className: 'desc' });
+    var facts = h('dl', { className: 'facts' });
+    var tools = h('div', { className: 'tools' });
+    var lastError = h('p', { className: 'error' });
+    var actionError = h('p', { className: 'error' });
+    var chart = h('div', { className: 'chart' }, [cloneChart()]);
+    var info = h('div', { className: 'info' }, [facts, tools, lastError, actionError]);
+    var el = h('article', { className: 'card', 'data-server': name }, [
+      h('header', { className: 'card-head' }, [title, scope, pill, stateName, actions]),
+      desc,
+      h('div', { className: 'card-body' }, [info, chart])
+    ]);
+    lastError.hidden = true;
+    actionError.hidden = true;
+    return { el: el, scope: scope, pill: pill, stateName: stateName, actions: actions, desc: desc, facts: facts, tools: tools,
+      lastError: lastError, actionError: actionError, chart: chart, actionsKey: '' };
+  }
+
+  // Text with backtick-quoted commands, shown as code (built as nodes, never as markup).
+  function withCode(text) {
+    var frag = document.createDocumentFragment();
+    String(text).split('\u0060').forEach(function (part, i) {
+      if (part) frag.appendChild(i % 2 ? h('code', { text: part }) : document.createTextNode(part));
+    });
+    return frag;
+  }
+
+  function fact(dl, label, value, className) {
+    if (value === undefined || value === null || value === '') return;
+    dl.appendChild(h('dt', { text: label }));
+    dl.appendChild(h('dd', { className: className }, [withCode(value)]));
+  }
+
+  function setActions(card, s) {
+    var key = s.promptable ? 'prompt' : (s.state === 'failed' || s.state === 'needs_auth' || s.state === 'reconnecting') ? 'reconnect' : '';
+    if (key === card.actionsKey) return;
+    card.actionsKey = key;
+    card.actions.textContent = '';
+    var buttons = [];
+    function button(label, className, action, body, testId) {
+      var b = h('button', { text: label, className: className, type: 'button', 'data-action': testId });
+      b.addEventListener('click', function () { card.actionError.hidden = true; post(action, body, buttons); });
+      buttons.push(b);
+      card.actions.appendChild(b);
+    }
+    if (key === 'prompt') {
+      button('Approve', 'primary', 'approve', { server: s.name, persist: true }, 'approve');
+      button('Approve for session', '', 'approve', { server: s.name, persist: false }, 'approve-session');
+      button('Reject', 'danger', 'reject', { server: s.name }, 'reject');
+    } else if (key === 'reconnect') {
+      button('Reconnect now', '', 'reconnect', { server: s.name }, 'reconnect');
+    }
+  }
+
+  function updateCard(card, s) {
+    card.el.setAttribute('data-state', s.state);
+    card.el.setAttribute('data-status', s.status);
+    card.scope.textContent = s.scope || 'removed';
+    card.pill.textContent = s.status;
+    card.stateName.textContent = s.active.map(function (id) { return id.split('.').pop(); }).join(' › ');
+    card.desc.textContent = s.description || '';
+    card.desc.hidden = !s.description;
+    card.facts.textContent = '';
+    if (s.reasonText) fact(card.facts, 'why', s.reasonText, 'reason');
+    if (s.fix) fact(card.facts, 'fix', s.fix, 'fix');
+    fact(card.facts, 'source', s.sourceLabel || s.source, 'mono');
+    fact(card.facts, 'generation', s.generation ? s.generation + (s.attempt ? ' (attempt ' + s.attempt + ')' : '') : '');
+    fact(card.facts, 'pid', s.pid);
+    card.tools.textContent = '';
+    s.tools.forEach(function (t) { card.tools.appendChild(h('span', { className: 'tool', text: t })); });
+    (s.skippedTools || []).forEach(function (t) {
+      card.tools.appendChild(h('span', { className: 'tool muted', text: t.rawName + ' (skipped)', title: t.reason }));
+    });
+    if (s.tools.length === 0 && s.state === 'connected') card.tools.appendChild(h('span', { className: 'muted', text: 'no tools' }));
+    card.lastError.hidden = !s.lastError;
+    card.lastError.textContent = s.lastError ? 'last error: ' + s.lastError : '';
+    setActions(card, s);
+    highlight(card, s.active);
+  }
+
+  function renderSummary(servers) {
+    var counts = { connected: 0, connecting: 0, pending: 0, failed: 0, 'needs-auth': 0, disabled: 0 };
+    var tools = 0;
+    servers.forEach(function (s) { counts[s.status] = (counts[s.status] || 0) + 1; tools += s.tools.length; });
+    var summary = document.getElementById('summary');
+    summary.textContent = '';
+    function stat(kind, n, label) {
+      summary.appendChild(h('div', { className: 'stat', 'data-kind': kind }, [h('div', { className: 'n', text: String(n) }), h('div', { className: 'l', text: label })]));
+    }
+    stat('servers', servers.length, 'servers');
+    stat('connected', counts.connected, 'connected');
+    stat('pending', counts.pending, 'waiting for approval');
+    stat('connecting', counts.connecting, 'connecting');
+    stat('failed', counts.failed + counts['needs-auth'], 'failed / needs auth');
+    stat('tools', tools, 'tools registered');
+    var promptable = servers.filter(function (s) { return s.promptable; }).map(function (s) { return s.name; });
+    var notice = document.getElementById('notice');
+    notice.hidden = promptable.length === 0;
+    var names = promptable.map(function (n) { return '“' + n + '”'; }).join(', ');
+    notice.textContent = promptable.length === 0 ? '' : promptable.length === 1
+      ? 'MCP server ' + names + ' comes from a project or workspace file: it will not start until you approve it.'
+      : 'MCP servers ' + names + ' come from project or workspace files: they will not start until you approve them.';
+  }
+
+  function render(view) {
+    document.getElementById('root').textContent = view.root;
+    var list = document.getElementById('servers');
+    var seen = new Set();
+    view.servers.forEach(function (s, i) {
+      seen.add(s.name);
+      var card = cards.get(s.name);
+      if (!card) { card = makeCard(s.name); cards.set(s.name, card); }
+      updateCard(card, s);
+      if (list.children[i + 1] !== card.el) list.insertBefore(card.el, list.children[i + 1] || null);
+    });
+    cards.forEach(function (card, name) { if (!seen.has(name)) { card.el.remove(); cards.delete(name); } });
+    document.getElementById('empty').hidden = view.servers.length > 0;
+    renderSummary(view.servers);
+  }
+
+  function addFeed(entry) {
+    var t = new Date(entry.at);
+    var time = ('0' + t.getHours()).slice(-2) + ':' + ('0' + t.getMinutes()).slice(-2) + ':' + ('0' + t.getSeconds()).slice(-2);
+    var li = h('li', { 'data-kind': entry.kind, 'data-state': entry.state }, [
+      h('time', { text: time, datetime: entry.at }),
+      h('span', { className: 'who', text: entry.server || (entry.kind === 'approval' ? 'approvals' : entry.kind === 'config-error' ? 'config' : '') }),
+      h('span', { className: 'what', text: entry.text })
+    ]);
+    feedList.insertBefore(li, feedList.firstChild);
+    while (feedList.children.length > FEED_MAX) feedList.removeChild(feedList.lastChild);
+  }
+
+  var live = document.getElementById('live');
+  var liveText = document.getElementById('live-text');
+  var events = new EventSource('/events?token=' + encodeURIComponent(token));
+  events.onopen = function () { live.setAttribute('data-live', 'open'); liveText.textContent = 'live'; };
+  events.onerror = function () { live.setAttribute('data-live', 'lost'); liveText.textContent = 'reconnecting…'; };
+  events.addEventListener('hello', function (e) {
+    var data = JSON.parse(e.data);
+    feedList.textContent = '';
+    data.feed.forEach(addFeed);
+    render(data.view);
+  });
+  events.addEventListener('status', function (e) { render(JSON.parse(e.data)); });
+  events.addEventListener('feed', function (e) { addFeed(JSON.parse(e.data)); });
+})();
+`;

@@ -1,0 +1,105 @@
+/** The dashboard page's stylesheet (inlined; no external fonts or images). */
+export const DASHBOARD_CSS = `
+:root {
+  --bg: #f4f6fa; --panel: #ffffff; --text: #0f172a; --muted: #64748b; --line: #e2e8f0;
+  --ok: #16a34a; --ok-soft: #dcfce7;
+  --wait: #d97706; --wait-soft: #fef3c7;
+  --busy: #2563eb; --busy-soft: #dbeafe;
+  --bad: #dc2626; --bad-soft: #fee2e2;
+  --auth: #7c3aed; --auth-soft: #ede9fe;
+  --off: #64748b; --off-soft: #e2e8f0;
+  --radius: 10px;
+  font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", Helvetica, Arial, sans-serif;
+  font-size: 14px; color: var(--text); background: var(--bg);
+}
+* { box-sizing: border-box; }
+body { margin: 0; }
+code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, "Liberation Mono", monospace; font-size: 12px; }
+
+.top { display: flex; align-items: center; gap: 20px; padding: 14px 24px; background: #0f172a; color: #e2e8f0; }
+.brand { display: flex; align-items: baseline; gap: 10px; }
+.brand .mark { width: 12px; height: 12px; border-radius: 3px; background: linear-gradient(135deg, #38bdf8, #818cf8); align-self: center; }
+.brand .name { font-weight: 700; font-size: 16px; color: #fff; letter-spacing: .2px; }
+.brand .sub { color: #94a3b8; font-size: 13px; }
+.root { flex: 1; color: #94a3b8; font-family: ui-monospace, Menlo, Consolas, "Liberation Mono", monospace; font-size: 12px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.live { display: flex; align-items: center; gap: 8px; font-size: 12px; color: #cbd5e1; }
+.live .dot { width: 8px; height: 8px; border-radius: 50%; background: #94a3b8; }
+.live[data-live="open"] .dot { background: #22c55e; box-shadow: 0 0 0 3px rgba(34,197,94,.25); }
+.live[data-live="lost"] .dot { background: #f59e0b; }
+
+.summary { display: flex; flex-wrap: wrap; gap: 10px; padding: 16px 24px 0; }
+.stat { background: var(--panel); border: 1px solid var(--line); border-radius: var(--radius); padding: 8px 14px; min-width: 104px; }
+.stat .n { font-size: 20px; font-weight: 700; line-height: 1.2; }
+.stat .l { color: var(--muted); font-size: 12px; }
+.stat[data-kind="connected"] .n { color: var(--ok); }
+.stat[data-kind="pending"] .n { color: var(--wait); }
+.stat[data-kind="failed"] .n { color: var(--bad); }
+.stat[data-kind="connecting"] .n { color: var(--busy); }
+
+.notice { margin: 14px 24px 0; padding: 10px 14px; border-radius: var(--radius); background: var(--wait-soft); border: 1px solid #fcd34d; color: #78350f; }
+
+.layout { display: grid; grid-template-columns: minmax(0, 1fr) 330px; gap: 20px; padding: 16px 24px 24px; align-items: start; }
+@media (max-width: 1100px) { .layout { grid-template-columns: 1fr; } }
+.servers { display: flex; flex-direction: column; gap: 16px; min-width: 0; }
+.empty { color: var(--muted); }
+
+.card { background: var(--panel); border: 1px solid var(--line); border-left: 4px solid var(--tone); border-radius: var(--radius); padding: 14px 16px 12px; --tone: var(--off); --tone-soft: var(--off-soft); }
+.card[data-status="connected"] { --tone: var(--ok); --tone-soft: var(--ok-soft); }
+.card[data-status="pending"] { --tone: var(--wait); --tone-soft: var(--wait-soft); }
+.card[data-status="connecting"] { --tone: var(--busy); --tone-soft: var(--busy-soft); }
+.card[data-status="failed"] { --tone: var(--bad); --tone-soft: var(--bad-soft); }
+.card[data-status="needs-auth"] { --tone: var(--auth); --tone-soft: var(--auth-soft); }
+
+.card-head { display: flex; align-items: center; flex-wrap: wrap; gap: 8px 10px; }
+.card-head h3 { margin: 0; font-size: 16px; }
+.badge { font-size: 11px; padding: 2px 8px; border-radius: 999px; border: 1px solid var(--line); color: var(--muted); background: #f8fafc; }
+.pill { font-size: 12px; font-weight: 600; padding: 2px 10px; border-radius: 999px; color: var(--tone); background: var(--tone-soft); }
+.state-name { font-family: ui-monospace, Menlo, Consolas, "Liberation Mono", monospace; font-size: 12px; color: var(--muted); }
+.actions { margin-left: auto; display: flex; gap: 8px; }
+.actions:empty { display: none; }
+button { font: inherit; font-size: 13px; border-radius: 7px; padding: 5px 12px; cursor: pointer; border: 1px solid var(--line); background: #fff; color: var(--text); }
+button:hover { background: #f1f5f9; }
+button:disabled { opacity: .55; cursor: progress; }
+button.primary { background: var(--ok); border-color: var(--ok); color: #fff; }
+button.primary:hover { background: #15803d; }
+button.danger { color: var(--bad); border-color: #fecaca; }
+button.danger:hover { background: var(--bad-soft); }
+
+.desc { margin: 6px 0 0; color: var(--muted); }
+.card-body { display: grid; grid-template-columns: 280px minmax(0, 1fr); gap: 18px; margin-top: 12px; }
+@media (max-width: 800px) { .card-body { grid-template-columns: 1fr; } }
+.facts { margin: 0; display: grid; grid-template-columns: auto 1fr; gap: 6px 12px; align-content: start; font-size: 13px; }
+.facts dt { color: var(--muted); }
+.facts dd { margin: 0; min-width: 0; overflow-wrap: anywhere; }
+.facts code { background: #f1f5f9; border-radius: 4px; padding: 0 4px; font-size: 11.5px; }
+.reason { color: var(--tone); font-weight: 600; }
+.fix { color: var(--text); }
+.error { margin: 10px 0 0; padding: 8px 10px; border-radius: 8px; background: var(--bad-soft); color: #7f1d1d; font-size: 12px; overflow-wrap: anywhere; }
+.error[hidden] { display: none; }
+.tools { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 10px; }
+.tool { font-family: ui-monospace, Menlo, Consolas, "Liberation Mono", monospace; font-size: 11px; padding: 2px 7px; border-radius: 6px; background: #f1f5f9; border: 1px solid var(--line); }
+.muted { color: var(--muted); }
+
+.chart { background: #fbfcfe; border: 1px solid var(--line); border-radius: 8px; padding: 6px; overflow: hidden; }
+.chart svg { display: block; width: 100%; height: auto; margin: 0 auto; }
+.chart g.graph > text { display: none; }
+.chart g.node.state > path, .chart g.node.state > polygon { transition: fill .25s, stroke .25s; }
+.chart g.node.state.current > path, .chart g.node.state.current > polygon { fill: var(--tone); stroke: var(--tone); stroke-width: 2; }
+.chart g.node.state.current text { fill: #fff; }
+.chart g.cluster.active > path, .chart g.cluster.active > polygon { stroke: var(--tone); stroke-width: 2; fill: var(--tone-soft); }
+.chart g.cluster.active text { fill: var(--tone); }
+
+.feed { background: var(--panel); border: 1px solid var(--line); border-radius: var(--radius); padding: 12px 14px; position: sticky; top: 16px; max-height: calc(100vh - 32px); overflow: auto; }
+.feed h2 { margin: 0 0 8px; font-size: 13px; text-transform: uppercase; letter-spacing: .6px; color: var(--muted); }
+.feed ol { list-style: none; margin: 0; padding: 0; }
+.feed li { display: grid; grid-template-columns: 62px 1fr; gap: 2px 8px; padding: 6px 0; border-top: 1px solid #f1f5f9; font-size: 12px; }
+.feed li:first-child { border-top: 0; }
+.feed time { color: var(--muted); font-variant-numeric: tabular-nums; }
+.feed .who { font-weight: 600; }
+.feed .what { grid-column: 2; color: #334155; overflow-wrap: anywhere; }
+.feed li[data-kind="config-error"] .what { color: var(--bad); }
+.feed li[data-kind="action"] .what { color: var(--busy); }
+.feed li[data-state="connected"] .what { color: var(--ok); }
+.feed li[data-state="failed"] .what { color: var(--bad); }
+.feed li[data-state="pending_approval"] .what { color: var(--wait); }
+`;

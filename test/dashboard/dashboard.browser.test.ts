@@ -1,0 +1,220 @@
+/**
+ * The dashboard in Debian's headless Chromium, against a real controller on a
+ * temp workspace with real fixture servers: user-scope servers that connect,
+ * fail, or are disabled, and project `.mcp.json` servers that wait for
+ * approval. Set UPDATE_SCREENSHOT=1 to rewrite docs/dashboard.png.
+ */
+import { request } from 'node:http';
+import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMcpController, type McpController } from '../../src/controller.js';
+import type { ServerStateName } from '../../src/controller/types.js';
+import { startDashboard, type Dashboard } from '../../src/dashboard/server.js';
+import { fixturePath, repoRoot } from '../helpers/fixtures.js';
+import { pidAlive, waitFor } from '../helpers/processes.js';
+
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** The chart node the page must highlight for a public state (the machine nests the live states under `live`). */
+function chartNodeOf(state: ServerStateName): string {
+  if (state === 'connecting' || state === 'connected') return `server.live.${state}`;
+  if (state === 'reconnecting') return 'server.live.reconnecting';
+  return `server.${state}`;
+}
+
+let tmp: string;
+let controller: McpController;
+let dashboard: Dashboard;
+let browser: Browser;
+let page: Page;
+const pageRequests: string[] = [];
+
+beforeAll(async () => {
+  tmp = await realpath(await mkdtemp(join(tmpdir(), 'mcpr-dashboard-')));
+  const root = join(tmp, 'workspace');
+  await mkdir(root);
+  const basic = fixturePath('basic-server');
+  const node = process.execPath;
+  const userFile = join(tmp, 'user-settings.json');
+  await writeFile(
+    userFile,
+    JSON.stringify({
+      mcpServers: {
+        notes: { command: node, args: [basic], env: { TOOLS_VERSION: '1', TOOL_COUNT: '2' }, description: 'Personal notes' },
+        scratch: { command: node, args: [basic], disabled: true, description: 'Scratch server, switched off' },
+        flaky: { command: node, args: ['-e', 'process.exit(3)'], description: 'Exits at once, so the supervisor gives up' },
+      },
+    }),
+  );
+  await writeFile(
+    join(root, '.mcp.json'),
+    JSON.stringify({
+      mcpServers: {
+        docs: { command: node, args: [basic], env: { TOOLS_VERSION: '2' }, description: 'Project documentation search (checked into the repo)' },
+        issues: { command: node, args: [basic], env: { TOOLS_VERSION: '3' }, description: 'Issue tracker for this project' },
+      },
+    }),
+  );
+  controller = createMcpController({
+    cwd: root,
+    userConfigPath: userFile,
+    approvals: join(tmp, 'approvals.json'),
+    env: { ...process.env, HOME: tmp, XDG_CONFIG_HOME: tmp },
+    watch: false,
+    killGraceMs: 500,
+    readyTimeoutMs: 30_000,
+    backoff: { initialMs: 20, maxMs: 40, attempts: 2 },
+  });
+  await controller.start();
+  dashboard = await startDashboard(controller);
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  page = await browser.newPage({ viewport: { width: 1440, height: 1000 }, deviceScaleFactor: 1 });
+  page.on('request', (r) => pageRequests.push(`${r.method()} ${new URL(r.url()).pathname}`));
+});
+
+afterAll(async () => {
+  const pids = controller ? controller.pids() : [];
+  await dashboard?.close();
+  await browser?.close();
+  await controller?.dispose();
+  await waitFor(() => pids.every((pid) => !pidAlive(pid)), 'every server process to exit', 10_000);
+  expect(pids.filter(pidAlive)).toEqual([]);
+  if (tmp) await rm(tmp, { recursive: true, force: true });
+});
+
+/** A raw HTTP request, so the Host header can be anything. */
+function raw(opts: { method?: string; path: string; headers?: Record<string, string>; body?: string }): Promise<{ status: number; body: string }> {
+  const { port } = new URL(dashboard.url);
+  return new Promise((resolvePromise, reject) => {
+    const req = request({ host: '127.0.0.1', port: Number(port), method: opts.method ?? 'GET', path: opts.path, headers: opts.headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}
+
+async function currentNode(server: string): Promise<string[]> {
+  return page.locator(`article.card[data-server="${server}"] .chart .current`).evaluateAll((els) => els.map((e) => e.getAttribute('data-state') ?? ''));
+}
+
+describe('dashboard page', () => {
+  it('draws every server as its state chart with the current state highlighted', async () => {
+    await waitFor(() => controller.status().find((s) => s.name === 'flaky')?.state === 'failed', 'flaky to give up');
+    await page.goto(dashboard.url);
+    const rows = controller.status();
+    expect(rows.map((r) => [r.name, r.state])).toEqual([
+      ['docs', 'pending_approval'],
+      ['flaky', 'failed'],
+      ['issues', 'pending_approval'],
+      ['notes', 'connected'],
+      ['scratch', 'disabled'],
+    ]);
+    for (const row of rows) {
+      const card = page.locator(`article.card[data-server="${row.name}"]`);
+      await card.waitFor();
+      expect(await card.getAttribute('data-state')).toBe(row.state);
+      // Exactly one highlighted node, the one for the server's state.
+      expect(await currentNode(row.name)).toEqual([chartNodeOf(row.state)]);
+    }
+    // The enclosing compound state is marked too, and the tools are listed.
+    expect(await page.locator('article.card[data-server="notes"] .chart .active').evaluateAll((els) => els.map((e) => e.getAttribute('data-state')))).toEqual(['server.live']);
+    const notesTools = await page.locator('article.card[data-server="notes"] .tool').allTextContents();
+    expect(notesTools.sort()).toEqual(controller.status().find((s) => s.name === 'notes')!.tools.slice().sort());
+    expect(await page.locator('article.card[data-server="flaky"] .error').first().textContent()).toContain('last error');
+    expect(await page.locator('article.card[data-server="flaky"] button[data-action="reconnect"]').count()).toBe(1);
+    // Approve buttons only where a decision is pending.
+    expect(await page.locator('article.card[data-server="docs"] button[data-action="approve"]').count()).toBe(1);
+    expect(await page.locator('article.card[data-server="notes"] button').count()).toBe(0);
+    // The chart was inlined once and cloned per server; ids stay unique.
+    const ids = await page.locator('body [id]').evaluateAll((els) => els.map((e) => e.id));
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('approving a pending server from the page connects it, live, without polling', async () => {
+    const before = pageRequests.length;
+    await page.locator('article.card[data-server="docs"] button[data-action="approve"]').click();
+    await page.locator('article.card[data-server="docs"][data-state="connected"]').waitFor({ timeout: 30_000 });
+    expect(await currentNode('docs')).toEqual(['server.live.connected']);
+    const docs = controller.status().find((s) => s.name === 'docs')!;
+    expect(docs.state).toBe('connected');
+    expect(docs.tools.length).toBeGreaterThan(0);
+    await expect.poll(() => page.locator('article.card[data-server="docs"] .tool').count()).toBe(docs.tools.length);
+    // The feed shows the action and the transitions it caused.
+    const feed = await page.locator('#feed li').allTextContents();
+    expect(feed.some((t) => t.includes('docs') && t.includes('approved from the dashboard'))).toBe(true);
+    expect(feed.some((t) => t.includes('docs') && t.includes('→ connected'))).toBe(true);
+    // Updates came over the one SSE stream: the only request since is the POST.
+    expect(pageRequests.slice(before)).toEqual(['POST /api/approve']);
+    // The other pending server is untouched.
+    expect(controller.status().find((s) => s.name === 'issues')!.state).toBe('pending_approval');
+
+    if (process.env.UPDATE_SCREENSHOT === '1') {
+      // The first three cards (connected, failed, pending) and the feed tell the story.
+      const box = await page.locator('article.card[data-server="issues"]').boundingBox();
+      await page.screenshot({ path: resolve(repoRoot, 'docs/dashboard.png'), clip: { x: 0, y: 0, width: 1440, height: Math.ceil(box!.y + box!.height + 12) }, fullPage: true });
+    }
+  });
+
+  it('rejects from the page too', async () => {
+    await page.locator('article.card[data-server="issues"] button[data-action="reject"]').click();
+    await page.locator('article.card[data-server="issues"][data-state="rejected"]').waitFor({ timeout: 30_000 });
+    expect(await currentNode('issues')).toEqual(['server.rejected']);
+    expect(await page.locator('article.card[data-server="issues"] button[data-action="approve"]').count()).toBe(0);
+  });
+});
+
+describe('dashboard request guards', () => {
+  const json = { 'content-type': 'application/json' };
+
+  it('refuses a POST without the token, and changes nothing', async () => {
+    const r = await raw({ method: 'POST', path: '/api/approve', headers: { ...json, host: new URL(dashboard.url).host }, body: JSON.stringify({ server: 'issues' }) });
+    expect(r.status).toBe(403);
+    expect(controller.status().find((s) => s.name === 'issues')!.state).toBe('rejected');
+  });
+
+  it('refuses a cross-origin POST even with the token', async () => {
+    const r = await raw({
+      method: 'POST',
+      path: '/api/approve',
+      headers: { ...json, host: new URL(dashboard.url).host, 'x-dashboard-token': dashboard.token, origin: 'http://evil.example' },
+      body: JSON.stringify({ server: 'issues' }),
+    });
+    expect(r.status).toBe(403);
+    expect(controller.status().find((s) => s.name === 'issues')!.state).toBe('rejected');
+  });
+
+  it('refuses a non-loopback Host header (DNS rebinding) even with the token', async () => {
+    const { port } = new URL(dashboard.url);
+    for (const path of [`/?token=${dashboard.token}`, `/api/status?token=${dashboard.token}`, `/events?token=${dashboard.token}`]) {
+      const r = await raw({ path, headers: { host: `evil.example:${port}` } });
+      expect(r.status).toBe(403);
+      expect(r.body).not.toContain('issues');
+    }
+  });
+
+  it('serves the status and the page only with the token', async () => {
+    const host = new URL(dashboard.url).host;
+    expect((await raw({ path: '/api/status', headers: { host } })).status).toBe(403);
+    expect((await raw({ path: '/', headers: { host } })).status).toBe(403);
+    const ok = await raw({ path: `/api/status?token=${dashboard.token}`, headers: { host } });
+    expect(ok.status).toBe(200);
+    const view = JSON.parse(ok.body) as { servers: { name: string; state: string }[] };
+    expect(view.servers.map((s) => s.name)).toEqual(controller.status().map((s) => s.name));
+  });
+});
