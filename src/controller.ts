@@ -54,6 +54,12 @@ const DEFAULT_CONNECT_CONCURRENCY = 8;
 interface ConnectionRecord {
   conn: LiveConnection;
   generation: number;
+  /**
+   * Identity of this connection. Generations restart at 1 when a server is
+   * removed and added again, so (name, generation) alone could let a late
+   * event of the old actor's connection hit the new one.
+   */
+  token: symbol;
   /** Set once the connection reported a loss (kept until the session actor reads it). */
   lost?: { error: string; sessionLost: boolean };
   /** The session actor's channel back into the machine, while `connected`. */
@@ -350,6 +356,7 @@ export class McpController {
   // ── injected actors and actions ────────────────────────────────────────
 
   private async connectGeneration(name: string, entry: DesiredServer, generation: number, signal: AbortSignal): Promise<{ generation: number }> {
+    const token = Symbol(`${name}#${generation}`);
     const conn = await this.semaphore.run(
       () =>
         openConnection(entry, {
@@ -361,7 +368,7 @@ export class McpController {
           cwd: this.root,
           timeoutMs: this.options.connectTimeoutMs ?? 30_000,
           clientInfo: { name: 'mcp-reconciler', version: '0.1.0' },
-          onEvent: (e) => this.onConnectionEvent(name, generation, e),
+          onEvent: (e) => this.onConnectionEvent(name, token, e),
         }),
       signal,
     );
@@ -370,7 +377,7 @@ export class McpController {
       throw new McpReconcilerError(ErrorCode.ConnectFailed, `connect of "${name}" was cancelled`);
     }
     const previous = this.connections.get(name);
-    this.connections.set(name, { conn, generation });
+    this.connections.set(name, { conn, generation, token });
     if (previous && previous.conn !== conn) void previous.conn.close().catch(() => undefined);
     this.commitListing(name, generation, conn, entry);
     return { generation };
@@ -386,17 +393,17 @@ export class McpController {
     }
   }
 
-  private onConnectionEvent(name: string, generation: number, e: ConnectionEvent): void {
+  private onConnectionEvent(name: string, token: symbol, e: ConnectionEvent): void {
     const rec = this.connections.get(name);
     if (e.type === 'lost') {
       const lost = { error: e.error, sessionLost: e.sessionLost };
-      if (rec && rec.generation === generation) {
+      if (rec && rec.token === token) {
         rec.lost = lost;
         rec.notify?.(lost);
       }
       return;
     }
-    if (!rec || rec.generation !== generation) return; // a late event from an old generation
+    if (!rec || rec.token !== token) return; // a late event from an old generation
     void this.relist(name, rec, e.type).catch((err) => {
       this.lastErrors.set(name, `re-list after ${e.type} failed: ${describeError(err)}`);
     });

@@ -108,6 +108,17 @@ export class World {
     });
   }
 
+  /** Forget everything, so one provided machine can serve many runs (providing is not free). */
+  reset(): void {
+    this.tools.clear();
+    this.connections.clear();
+    this.connectCalls.length = 0;
+    this.log.length = 0;
+    this.pending.length = 0;
+    this.sessions.clear();
+    this.failWith.clear();
+  }
+
   /** The connection of `name` drops (its session reports it). */
   lose(name: string, opts: { sessionLost?: boolean; error?: string } = {}): void {
     const s = this.sessions.get(name);

@@ -102,19 +102,21 @@ function gatingOf(c: ModelContext): GatingState {
   };
 }
 
+/** One simulated world and one provided machine, reused by every path (reset in between). */
+const world = new World();
+const provided = reconcilerMachine.provide({ actors: { server: world.provide() } });
+
 /** The system under test for one path. */
 class Sut {
-  readonly world = new World();
+  readonly world = world;
   readonly clock = new SimulatedClock();
   readonly actor: Actor<typeof reconcilerMachine>;
   /** The model state checked last, to tell which servers a step must leave alone. */
   last: ModelContext | undefined;
 
   constructor(initial: ModelContext) {
-    this.actor = createActor(reconcilerMachine.provide({ actors: { server: this.world.provide() } }), {
-      input: levels(initial),
-      clock: this.clock,
-    });
+    world.reset();
+    this.actor = createActor(provided, { input: levels(initial), clock: this.clock });
     this.actor.start();
   }
 

@@ -109,6 +109,30 @@ describe('reconcilerMachine', () => {
     expect(w.connectCalls).toHaveLength(2);
   });
 
+  it('survives a child whose provided action throws, and replaces that child', async () => {
+    const w = new World();
+    const server = w.provide().provide({
+      actions: {
+        applyFilter: () => {
+          throw new Error('registry exploded');
+        },
+      },
+    });
+    const actor = createActor(reconcilerMachine.provide({ actors: { server } }), { input: { desired: { a, b }, gating: openGating() } });
+    actor.start();
+    await flush();
+    const first = actor.getSnapshot().children.a;
+    actor.send(config({ a: { ...a, hash: 'a-filter' }, b }));
+    await flush();
+    expect(actor.getSnapshot().status).toBe('active');
+    const children = actor.getSnapshot().children;
+    expect(children.a).not.toBe(first);
+    expect(stateNameOf((children.a as AnyActorRef).getSnapshot())).toBe('connected');
+    expect(stateNameOf((children.b as AnyActorRef).getSnapshot())).toBe('connected');
+    expect(w.teardowns('b')).toEqual([]);
+    actor.stop();
+  });
+
   it('updates only the child whose entry changed; a filter edit does not reconnect', async () => {
     const w = new World();
     const { actor, toChildren } = start(w, { desired: { a, b }, gating: openGating() });
