@@ -5,12 +5,9 @@
  * only. Children are spawned with `id: name`, so a server's actor is
  * `snapshot.children[name]` (and `context.servers[name]`).
  */
-import { enqueueActions, setup, type ActorRefFrom } from 'xstate';
-import { resolveBackoff, serverMachine, type ServerInput } from './server.machine.js';
+import { enqueueActions, setup } from 'xstate';
+import { resolveBackoff, serverMachine, type ServerActorRef, type ServerInput } from './server.machine.js';
 import type { ApprovalDecision, BackoffPolicy, DesiredMap, DesiredServer, GatingState } from './types.js';
-
-/** A server child actor. */
-export type ServerActorRef = ActorRefFrom<typeof serverMachine>;
 
 /** Input of the reconciler. */
 export interface ReconcilerInput {
@@ -199,6 +196,10 @@ export const reconcilerMachine = setup({
         TRUST: { actions: 'reconcile' },
         RECONNECT: { actions: 'reconnect' },
         DISPOSE: { target: 'disposed', actions: 'removeAll' },
+        // A child that crashed (a provided action threw) must not take the
+        // reconciler and every other server down with it: handling the event
+        // keeps the parent alive, and reconciling replaces the dead child.
+        'xstate.error.actor.*': { actions: 'reconcile' },
       },
     },
     disposed: {

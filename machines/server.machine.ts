@@ -22,6 +22,23 @@
  * `{ live: { reconnecting: 'waiting' | 'attempting' } }`. A retry after a lost
  * connection happens inside `reconnecting` (substate `attempting`), so
  * `connecting` always means a first connection that holds no tools yet.
+ *
+ * UPDATE (new entry and gating from the parent):
+ * - live, no longer admitted → leaves live (dropTools, disconnect) to its verdict state;
+ * - live, fingerprint changed → `fingerprint_changed` (dropTools, disconnect) → admission → new generation;
+ * - live, other config change (filters, description, timeout) → `applyFilter`, no reconnect;
+ * - live, nothing relevant changed → stays exactly where it is (no churn);
+ * - resting verdict state → admission again (a no-op when the verdict stays);
+ * - `failed` / `needs_auth` → admission only when the config or the verdict changed.
+ *
+ * Supervisor: a failed attempt or a lost connection (current generation only)
+ * counts one failure; at `backoff.attempts` failures the server rests in
+ * `failed`. Otherwise it waits `min(initialMs · 2^(failures-1), maxMs)` in
+ * `reconnecting.waiting` — or nothing, when the lost connection had been up
+ * `healthyMs` (which also reset the budget) or its HTTP session was evicted.
+ * RECONNECT: from `failed` / `needs_auth` re-runs admission with a fresh
+ * budget; while reconnecting it refills the budget and retries now, keeping
+ * the old tools. Every admission into `live` starts with a fresh budget.
  */
 import { and, assign, fromCallback, fromPromise, not, or, setup, type ActorRefFrom, type SnapshotFrom } from 'xstate';
 import { admissionOf, type AdmissionVerdict } from './admission.js';
@@ -97,6 +114,12 @@ export interface UpdateEvent {
 
 /** Events a server actor accepts (besides the invoked actors' own done/error events). */
 export type ServerEvent = UpdateEvent | { type: 'RECONNECT' } | { type: 'REMOVE' } | ConnectionLostEvent;
+
+/** A server child actor. */
+export type ServerActorRef = ActorRefFrom<typeof serverMachine>;
+
+/** A snapshot of a server actor. */
+export type ServerSnapshot = SnapshotFrom<typeof serverMachine>;
 
 /** `policy` with the SPEC §5 defaults filled in. */
 export function resolveBackoff(policy?: Partial<BackoffPolicy>): BackoffPolicy {
