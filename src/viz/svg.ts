@@ -2,7 +2,7 @@
  * SVG export: the DOT export laid out by Graphviz compiled to WebAssembly
  * (`@viz-js/viz`), in-process — no browser, no `dot` binary, no network.
  */
-import { instance, type Viz } from '@viz-js/viz';
+import type { Viz } from '@viz-js/viz';
 import { toDot, type DotOptions } from './dot.js';
 import type { MachineGraph } from './graph.js';
 
@@ -10,7 +10,9 @@ let viz: Promise<Viz> | undefined;
 
 /** One Graphviz instance per process: compiling the WASM module is the slow part. */
 function graphviz(): Promise<Viz> {
-  viz ??= instance().catch((err: unknown) => {
+  // Imported lazily: the WASM bundle is megabytes, and a host that never draws a
+  // chart (most of them) should not carry it in memory.
+  viz ??= import('@viz-js/viz').then((m) => m.instance()).catch((err: unknown) => {
     viz = undefined;
     throw err;
   });
