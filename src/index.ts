@@ -24,5 +24,17 @@ export type { ConfigSource, ConfigIssue } from './config/sources.js';
 export { McpReconcilerError, ErrorCode } from './errors.js';
 export * as machines from '../machines/index.js';
 export type { ServerConfig, DesiredServer, Scope, GatingState, BackoffPolicy } from '../machines/types.js';
-export { startDashboard, type Dashboard, type DashboardOptions } from './dashboard/server.js';
+export type { Dashboard, DashboardOptions } from './dashboard/server.js';
 export { graphOf, renderChart, toMermaid, toDot, toSvg, toJson, activeStateIds } from './viz/index.js';
+
+/**
+ * Serve the live dashboard for `controller` on 127.0.0.1 (see
+ * `src/dashboard/server.ts`). Loaded on first use so hosts that never open it
+ * do not carry its code.
+ */
+export async function startDashboard(
+  ...args: Parameters<typeof import('./dashboard/server.js').startDashboard>
+): ReturnType<typeof import('./dashboard/server.js').startDashboard> {
+  const { startDashboard: start } = await import('./dashboard/server.js');
+  return start(...args);
+}

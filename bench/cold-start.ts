@@ -1,0 +1,250 @@
+/**
+ * 1. Cold start: N stdio fixture servers (5 tools each), from nothing to every
+ * tool listed, controller vs the raw SDK (all servers connected in parallel),
+ * and the manager process's own RSS. Each run is a fresh Node process (a
+ * worker) that reports its own time and RSS; the servers' RSS is theirs, not
+ * the worker's. Runs of the variants are interleaved, in rotating order.
+ * At the largest N, other connect concurrencies can be swept (`--sweep`).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ServerConfig } from '../machines/types.js';
+import { cpus } from 'node:os';
+import { cpuTimeMs } from './support/proc.js';
+import { mb, ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
+import { initialVersions, rawConnect, loadSdk, TOOLS_PER_SERVER, writeConfig, type RawConnection } from './support/servers.js';
+import { median, ratio, summarise } from './support/stats.js';
+import { runAsWorker } from './support/worker.js';
+
+const SCRIPT = fileURLToPath(import.meta.url);
+
+/** A variant: the raw baseline, or the controller with a connect concurrency (undefined = its default). */
+type Variant = { side: 'raw' } | { side: 'controller'; concurrency?: number };
+
+interface ColdParams {
+  variant: Variant;
+  configPath: string;
+  dir: string;
+  n: number;
+}
+
+/** What one worker run reports. */
+interface ColdSample {
+  /** From just before the first connect to every tool listed (controller: `start()` resolved). */
+  ms: number;
+  /** Controller only: when the last tool was registered (≤ ms). */
+  allToolsMs?: number;
+  /** Module import time, before `ms` starts. */
+  importMs: number;
+  /** This process's RSS right after every tool was listed. */
+  rss: number;
+  /** Peak RSS of this process (resourceUsage().maxRSS). */
+  maxRss: number;
+  heapUsed: number;
+  tools: number;
+  /** CPU time the servers had used when every tool was listed (their start-up and answers). */
+  serversCpuMs: number;
+  /** CPU time this process used over `ms`. */
+  managerCpuMs: number;
+}
+
+async function rawWorker(p: ColdParams): Promise<ColdSample> {
+  const servers = (JSON.parse(readFileSync(p.configPath, 'utf8')) as { mcpServers: Record<string, ServerConfig> }).mcpServers;
+  const tImport = performance.now();
+  await loadSdk();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const conns: RawConnection[] = [];
+  try {
+    const counts = await Promise.all(
+      Object.values(servers).map(async (cfg) => {
+        const conn = await rawConnect(cfg);
+        conns.push(conn);
+        return conn.tools.length;
+      }),
+    );
+    const t1 = performance.now();
+    const cpu = process.cpuUsage(cpu0);
+    const mem = process.memoryUsage();
+    return {
+      ms: t1 - t0,
+      importMs: t0 - tImport,
+      rss: mem.rss,
+      maxRss: process.resourceUsage().maxRSS * 1024,
+      heapUsed: mem.heapUsed,
+      tools: counts.reduce((a, b) => a + b, 0),
+      serversCpuMs: conns.reduce((sum, c) => sum + (c.pid === undefined ? 0 : cpuTimeMs(c.pid)), 0),
+      managerCpuMs: (cpu.user + cpu.system) / 1000,
+    };
+  } finally {
+    await Promise.all(conns.map((c) => c.close()));
+  }
+}
+
+async function controllerWorker(p: ColdParams & { variant: { side: 'controller'; concurrency?: number } }): Promise<ColdSample> {
+  const tImport = performance.now();
+  const { createMcpController } = await import('../src/index.js');
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const expected = p.n * TOOLS_PER_SERVER;
+  let allTools: number | undefined;
+  const ctl = createMcpController({
+    cwd: p.dir,
+    sources: [{ scope: 'user', path: p.configPath }],
+    approvals: join(p.dir, 'approvals.json'),
+    watch: false,
+    readyTimeoutMs: 120_000,
+    ...(p.variant.concurrency === undefined ? {} : { connectConcurrency: p.variant.concurrency }),
+  });
+  ctl.on('tools-changed', () => {
+    if (allTools === undefined && ctl.tools().length >= expected) allTools = performance.now();
+  });
+  try {
+    await ctl.start();
+    const t1 = performance.now();
+    const cpu = process.cpuUsage(cpu0);
+    const mem = process.memoryUsage();
+    const serversCpuMs = ctl.pids().reduce((sum, pid) => sum + cpuTimeMs(pid), 0);
+    const tools = ctl.tools().length;
+    if (tools !== expected) {
+      const broken = ctl.status().filter((s) => s.state !== 'connected');
+      throw new Error(`controller registered ${tools} of ${expected} tools; not connected: ${JSON.stringify(broken.slice(0, 3))}`);
+    }
+    return {
+      ms: t1 - t0,
+      allToolsMs: (allTools ?? t1) - t0,
+      importMs: t0 - tImport,
+      rss: mem.rss,
+      maxRss: process.resourceUsage().maxRSS * 1024,
+      heapUsed: mem.heapUsed,
+      tools,
+      serversCpuMs,
+      managerCpuMs: (cpu.user + cpu.system) / 1000,
+    };
+  } finally {
+    await ctl.dispose();
+  }
+}
+
+runAsWorker<ColdParams, ColdSample>(import.meta.url, async (p) => {
+  if (p.variant.side === 'raw') return rawWorker(p);
+  return controllerWorker({ ...p, variant: p.variant });
+});
+
+// ── runner half ─────────────────────────────────────────────────────────────
+
+/** Options of {@link coldStart}. */
+export interface ColdStartOptions {
+  sizes: number[];
+  /** Connect concurrencies tried at the largest size besides the default. */
+  sweep: number[];
+}
+
+function label(v: Variant): string {
+  if (v.side === 'raw') return 'raw SDK';
+  return v.concurrency === undefined ? 'controller (default concurrency)' : `controller c=${v.concurrency}`;
+}
+
+/** Run measurement 1. */
+export async function coldStart(ctx: BenchContext, opts: ColdStartOptions): Promise<MeasurementResult> {
+  const rows: Row[] = [];
+  const details: Record<string, unknown> = {};
+  const largest = Math.max(...opts.sizes);
+  for (const n of opts.sizes) {
+    const configPath = join(ctx.tmp, `cold-${n}.json`);
+    writeConfig(configPath, initialVersions(n));
+    const raw: Variant = { side: 'raw' };
+    const dflt: Variant = { side: 'controller' };
+    const variants: Variant[] = [raw, dflt];
+    if (n === largest) for (const c of opts.sweep) variants.push({ side: 'controller', concurrency: c });
+
+    const samples = new Map<Variant, ColdSample[]>(variants.map((v) => [v, []]));
+    for (let run = 0; run < ctx.runs; run++) {
+      // Rotate the order so no variant always runs first (or right after the heaviest one).
+      const order = variants.map((_, i) => variants[(i + run) % variants.length]!);
+      for (const v of order) {
+        const s = await ctx.workers.run<ColdSample>(SCRIPT, { variant: v, configPath, dir: ctx.tmp, n } satisfies ColdParams, {
+          execArgv: ctx.execArgv('cold'),
+          timeoutMs: 180_000,
+        });
+        if (s.tools !== n * TOOLS_PER_SERVER) throw new Error(`${label(v)} listed ${s.tools} tools, expected ${n * TOOLS_PER_SERVER}`);
+        samples.get(v)!.push(s);
+        ctx.log(`  cold N=${n} ${label(v)} run ${run + 1}: ${ms(s.ms)}, rss ${mb(s.rss)}`);
+      }
+    }
+
+    const med = (v: Variant, f: (s: ColdSample) => number): number => median(samples.get(v)!.map(f));
+    const rawMs = med(raw, (s) => s.ms);
+    const rawRss = med(raw, (s) => s.rss);
+    const oursMs = med(dflt, (s) => s.ms);
+    const oursRss = med(dflt, (s) => s.rss);
+    const target = n >= 50 ? 0.75 : n >= 10 ? 1.05 : undefined;
+    const r = ratio(oursMs, rawMs);
+    rows.push({
+      section: '1 cold start',
+      figure: `N=${n}, start → all ${n * TOOLS_PER_SERVER} tools listed (default concurrency)`,
+      ours: ms(oursMs),
+      baseline: ms(rawMs),
+      ratio: r,
+      target: target === undefined ? '(info)' : `≤ ${target.toFixed(2)} × raw`,
+      ...(target === undefined ? {} : { pass: r <= target }),
+    });
+    const swept = variants.slice(2);
+    if (swept.length > 0) {
+      const all = [dflt, ...swept].map((v) => ({ v, ms: med(v, (s) => s.ms) }));
+      const fastest = all.reduce((a, b) => (b.ms < a.ms ? b : a));
+      for (const { v, ms: m } of all.slice(1)) {
+        rows.push({
+          section: '1 cold start',
+          figure: `  N=${n}, connect concurrency ${(v as { concurrency: number }).concurrency}${v === fastest.v ? ' (fastest)' : ''}`,
+          ours: ms(m),
+          baseline: ms(rawMs),
+          ratio: ratio(m, rawMs),
+          target: '(sweep)',
+        });
+      }
+      details.fastestConcurrency = fastest.v === dflt ? 'default' : (fastest.v as { concurrency: number }).concurrency;
+    }
+    // No schedule can beat the servers' own CPU work spread over every core.
+    const floor = median([...samples.values()].flat().map((s) => s.serversCpuMs)) / cpus().length;
+    rows.push({
+      section: '1 cold start',
+      figure: `  N=${n}, floor: servers' own CPU time / ${cpus().length} cores`,
+      ours: ms(floor),
+      baseline: ms(rawMs),
+      ratio: ratio(floor, rawMs),
+      target: '(info)',
+    });
+    const rr = ratio(oursRss, rawRss);
+    rows.push({
+      section: '1 cold start',
+      figure: `N=${n}, manager's own RSS`,
+      ours: mb(oursRss),
+      baseline: mb(rawRss),
+      ratio: rr,
+      target: '≤ 1.15 × raw',
+      pass: rr <= 1.15,
+    });
+
+    details[`N=${n}`] = Object.fromEntries(
+      variants.map((v) => {
+        const ss = samples.get(v)!;
+        return [
+          label(v),
+          {
+            ms: summarise(ss.map((s) => s.ms)),
+            ...(v.side === 'controller' ? { allToolsRegisteredMs: summarise(ss.map((s) => s.allToolsMs ?? s.ms)) } : {}),
+            importMs: summarise(ss.map((s) => s.importMs)),
+            rssMB: summarise(ss.map((s) => s.rss / 1048576)),
+            maxRssMB: summarise(ss.map((s) => s.maxRss / 1048576)),
+            heapUsedMB: summarise(ss.map((s) => s.heapUsed / 1048576)),
+            serversCpuMs: summarise(ss.map((s) => s.serversCpuMs)),
+            managerCpuMs: summarise(ss.map((s) => s.managerCpuMs)),
+          },
+        ];
+      }),
+    );
+  }
+  return { rows, details };
+}
