@@ -97,6 +97,9 @@ describe('a server going away', () => {
       return r.state === 'connected' && r.generation > old.generation;
     }, 'the new generation');
     await waitFor(() => !pidAlive(old.pid!), 'the old SIGTERM-ignoring process to be killed');
+    // The tracker forgets a PID on the child's `exit` event, which can land a moment
+    // after the kernel has reaped it: wait for that rather than race it.
+    await waitFor(() => !c.pids().includes(old.pid!), 'the tracker to forget the old process');
     expect(c.pids()).toEqual([row(c, 'stubborn').pid]);
   });
 

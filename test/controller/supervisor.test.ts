@@ -63,6 +63,8 @@ describe('a stdio child killed with SIGKILL', () => {
     expect(after.pid).toBeTypeOf('number');
     expect(after.pid).not.toBe(pid);
     expect(pidAlive(pid)).toBe(false);
+    // The tracker lets go of a killed group on its next poll; don't race it.
+    await waitFor(() => !c.pids().includes(pid), 'the tracker to forget the crashed process');
     expect(c.pids()).toEqual([after.pid]);
     // Never unregistered, not even for a moment.
     expect(removals).toEqual([]);
