@@ -42,6 +42,27 @@ function positionAt(starts: readonly number[], offset: number): Position {
 
 /** JSON with comments and trailing commas; an empty (or comment-only) file is `undefined`. */
 export function parseJsonc(text: string): ParsedText | SyntaxProblem {
+  // Fast path: most files are plain JSON, which V8 parses natively several times
+  // faster than the tolerant tree parser; the tree is built only if an issue
+  // needs a line number. Anything JSON.parse refuses (comments, trailing
+  // commas, real errors) goes to the tolerant parser, which decides.
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return parseJsoncTree(text);
+  }
+  let tree: ParsedText | undefined;
+  return {
+    value,
+    locate(path) {
+      tree ??= parseJsoncTree(text) as ParsedText;
+      return tree.locate(path);
+    },
+  };
+}
+
+function parseJsoncTree(text: string): ParsedText | SyntaxProblem {
   const errors: ParseError[] = [];
   const root = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
   const starts = lineStarts(text);
