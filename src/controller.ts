@@ -5,7 +5,7 @@ import { createActor, fromCallback, fromPromise, type Actor, type AnyActorRef, t
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { reconcilerMachine } from '../machines/reconciler.machine.js';
 import { serverMachine } from '../machines/server.machine.js';
-import { publicStatusOf, reasonOf, stateNameOf } from '../machines/reason.js';
+import { publicStatusOf, reasonOf, SERVER_STATE_NAMES, stateNameOf } from '../machines/reason.js';
 import { isGated } from '../machines/admission.js';
 import type { ApprovalDecision, DesiredMap, DesiredServer, ServerConfig } from '../machines/types.js';
 import { assemble } from './config/assemble.js';
@@ -35,19 +35,13 @@ import type {
   ServerStatus,
 } from './controller/types.js';
 
-/** States in which a server is done starting, for `start()` readiness (SPEC §3.3). */
-const SETTLED: ReadonlySet<ServerStateName> = new Set<ServerStateName>([
-  'connected',
-  'failed',
-  'needs_auth',
-  'pending_approval',
-  'rejected',
-  'excluded',
-  'not_allowed',
-  'disabled',
-  'untrusted',
-  'removed',
-]);
+/**
+ * States in which a server is done starting, for `start()` readiness (SPEC §3.3):
+ * every state but the three that are still on their way to a connection.
+ */
+const SETTLED: ReadonlySet<ServerStateName> = new Set<ServerStateName>(
+  SERVER_STATE_NAMES.filter((s) => s !== 'connecting' && s !== 'reconnecting' && s !== 'fingerprint_changed'),
+);
 
 // Measured by `npm run bench` (N=50 stdio servers on 2 cores): 4 at once beat 2, 8,
 // 16 and all-at-once; starting servers is CPU-bound, so more only adds contention.
