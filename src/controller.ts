@@ -19,6 +19,7 @@ import { openConnection, type ConnectionEvent, type LiveConnection } from './con
 import { ProcessTracker } from './connection/processes.js';
 import { ToolRegistry, type RegisteredPrompt, type RegisteredTool } from './registry/registry.js';
 import { enforceOutputContract } from './registry/output-contract.js';
+import { sanitiseNamePart } from './registry/naming.js';
 import { watchConfigFiles, type ConfigWatcher } from './watch/config-watcher.js';
 import { ReloadCoalescer } from './watch/coalescer.js';
 import { ErrorCode, McpReconcilerError, describeError } from './errors.js';
@@ -574,13 +575,18 @@ export class McpController {
     return this.removedNames.has(server) ? 'removed' : undefined;
   }
 
-  /** The server a registered-looking tool name belongs to, by the longest known prefix. */
-  private serverOfToolName(toolName: string): string | undefined {
+  /**
+   * The configured (or removed) server a `mcp__<server>__<tool>` name belongs
+   * to, by the longest matching sanitised prefix: server names may contain `__`
+   * or characters the naming replaced. `undefined` when none matches.
+   */
+  serverOfTool(toolName: string): string | undefined {
+    const registered = this.registry.getTool(toolName);
+    if (registered) return registered.server;
     const known = new Set([...Object.keys(this.serverActors()), ...this.removedNames, ...Object.keys(this.desired)]);
     let best: string | undefined;
     for (const name of known) {
-      const prefix = `mcp__${name.replace(/[^A-Za-z0-9_-]/g, '_')}__`;
-      if (toolName.startsWith(prefix) && (!best || name.length > best.length)) best = name;
+      if (toolName.startsWith(`mcp__${sanitiseNamePart(name)}__`) && (!best || name.length > best.length)) best = name;
     }
     return best;
   }
@@ -591,7 +597,7 @@ export class McpController {
    */
   toolUnavailableMessage(toolName: string): string {
     const registered = this.registry.getTool(toolName);
-    const server = registered?.server ?? this.serverOfToolName(toolName);
+    const server = this.serverOfTool(toolName);
     if (!server) {
       const servers = Object.keys(this.desired);
       return `Tool ${toolName} is not provided by any configured MCP server${servers.length ? ` (configured: ${servers.join(', ')})` : ''}. Check the name with \`mcp-reconciler tools\`.`;

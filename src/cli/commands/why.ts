@@ -1,6 +1,5 @@
 import { describeReason, fixFor } from '../../controller/messages.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
-import { sanitiseNamePart } from '../../registry/naming.js';
 import type { CliCommand, CliContext } from '../command.js';
 import { withController } from '../controller-session.js';
 
@@ -28,12 +27,7 @@ async function run(ctx: CliContext): Promise<number> {
     }
     if (target.startsWith('mcp__')) {
       const tool = c.tools().find((t) => t.name === target);
-      // By the longest sanitised prefix: server names may contain `__` or characters that were replaced.
-      const server = c
-        .status()
-        .map((s) => s.name)
-        .filter((n) => target.startsWith(`mcp__${sanitiseNamePart(n)}__`))
-        .sort((a, b) => b.length - a.length)[0];
+      const server = c.serverOfTool(target);
       const reason = tool || server === undefined ? null : (c.unavailableReason(server) ?? null);
       return { kind: 'tool' as const, name: target, state: null, reason, message: c.toolUnavailableMessage(target), fix: null };
     }
