@@ -5,31 +5,17 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalRoot, FileApprovalStore } from '../../src/approvals/store.js';
-import { runCli } from '../../src/cli/main.js';
+import { runCliCaptured, type CliRun as Run } from '../helpers/cli.js';
 
 const repo = resolve(import.meta.dirname, '../..');
 const demo = join(repo, 'examples/demo-workspace');
 const demoUser = join(demo, 'user-settings.json');
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 let home: string;
 let env: NodeJS.ProcessEnv;
 
-async function cli(argv: string[], cwd = repo): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env,
-    cwd,
-  });
-  return { code, stdout, stderr };
+function cli(argv: string[], cwd = repo): Promise<Run> {
+  return runCliCaptured(argv, env, cwd);
 }
 
 interface ServerRow {

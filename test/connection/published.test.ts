@@ -1,5 +1,4 @@
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,6 +7,7 @@ import { ProcessTracker } from '../../src/connection/processes.js';
 import { desiredServer, modulePath } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
 import { eventLog, expectNoSurvivors, firstText } from './support.js';
+import { freePort } from '../helpers/ports.js';
 
 const tracker = new ProcessTracker({ graceMs: 1_000 });
 const connections: LiveConnection[] = [];
@@ -24,16 +24,6 @@ async function connect(...args: Parameters<typeof openConnection>): Promise<Live
   return conn;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 afterAll(async () => {
   await Promise.all(connections.map((c) => c.close()));

@@ -3,12 +3,11 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { openConnection, type ConnectOptions, type LiveConnection } from '../../src/connection/connect.js';
 import { ProcessTracker } from '../../src/connection/processes.js';
-import { McpReconcilerError } from '../../src/errors.js';
 import { createBasicServer } from '../fixtures/basic-tools.js';
 import { startHttpFixture, type HttpFixture } from '../fixtures/http-fixture.js';
 import { desiredServer } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
-import { eventLog, expectNoSurvivors, firstText } from './support.js';
+import { connectError, eventLog, expectNoSurvivors, firstText } from './support.js';
 
 const tracker = new ProcessTracker({ graceMs: 500 });
 const fixtures: HttpFixture[] = [];
@@ -30,15 +29,6 @@ async function connect(...args: Parameters<typeof openConnection>): Promise<Live
   return conn;
 }
 
-async function failure(promise: Promise<unknown>): Promise<McpReconcilerError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(McpReconcilerError);
-    return err as McpReconcilerError;
-  }
-  throw new Error('expected the connection to fail');
-}
 
 afterAll(async () => {
   await Promise.all(connections.map((c) => c.close()));
@@ -90,7 +80,7 @@ describe('streamable HTTP', () => {
 
   it('sends the configured headers, and reports needs_auth without them', async () => {
     const f = await fixture({ bearerToken: 's3cret' });
-    const err = await failure(openConnection(desiredServer('locked', { url: f.url }), options()));
+    const err = await connectError(openConnection(desiredServer('locked', { url: f.url }), options()));
     expect(err.code).toBe('needs_auth');
     expect(err.message).toContain('Server "locked" requires authorization');
     const conn = await connect(desiredServer('unlocked', { url: f.url, headers: { Authorization: 'Bearer s3cret' } }), options());
@@ -101,14 +91,14 @@ describe('streamable HTTP', () => {
     const f = await fixture();
     const url = f.url;
     await f.close();
-    const err = await failure(openConnection(desiredServer('nobody', { url }), options()));
+    const err = await connectError(openConnection(desiredServer('nobody', { url }), options()));
     expect(err.code).toBe('connect_failed');
     expect(err.message).toContain('Server "nobody"');
     expect(err.message).toContain('ECONNREFUSED');
   });
 
   it('rejects an invalid url with a hint', async () => {
-    const err = await failure(openConnection(desiredServer('badurl', { type: 'http', url: 'not a url' }), options()));
+    const err = await connectError(openConnection(desiredServer('badurl', { type: 'http', url: 'not a url' }), options()));
     expect(err.code).toBe('connect_failed');
     expect(err.message).toContain('invalid "url"');
   });
@@ -158,7 +148,7 @@ describe('in-process (sdk)', () => {
     const server = createBasicServer();
     const entry = desiredServer('busy', { instance: server }, 'sdk');
     await connect(entry, options());
-    const err = await failure(openConnection(entry, options({ generation: 2 })));
+    const err = await connectError(openConnection(entry, options({ generation: 2 })));
     expect(err.code).toBe('connect_failed');
     expect(err.hint).toMatch(/one client at a time/);
   });

@@ -4,10 +4,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openConnection, type ConnectOptions } from '../../src/connection/connect.js';
 import { ProcessTracker } from '../../src/connection/processes.js';
-import { McpReconcilerError } from '../../src/errors.js';
 import { desiredServer, stdioFixture } from '../helpers/fixtures.js';
 import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
-import { eventLog, expectNoSurvivors, firstText } from './support.js';
+import { connectError, eventLog, expectNoSurvivors, firstText } from './support.js';
 
 const tracker = new ProcessTracker({ graceMs: 500 });
 const extraPids: number[] = [];
@@ -17,15 +16,6 @@ function options(extra: Partial<ConnectOptions> = {}): ConnectOptions {
   return { generation: 1, tracker, cwd, ...extra };
 }
 
-async function connectError(promise: Promise<unknown>): Promise<McpReconcilerError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(McpReconcilerError);
-    return err as McpReconcilerError;
-  }
-  throw new Error('expected the connection to fail');
-}
 
 afterAll(async () => {
   await expectNoSurvivors([tracker], extraPids);

@@ -2,6 +2,7 @@
 import { expect } from 'vitest';
 import type { ConnectionEvent } from '../../src/connection/connect.js';
 import type { ProcessTracker } from '../../src/connection/processes.js';
+import { McpReconcilerError } from '../../src/errors.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 
 /** Collects a connection's events. */
@@ -33,4 +34,15 @@ export function firstText(result: { content?: unknown }): string {
   const block = content?.find((c) => c.type === 'text');
   if (!block?.text) throw new Error(`no text content in ${JSON.stringify(result)}`);
   return block.text;
+}
+
+/** Await `promise` and return the McpReconcilerError it rejects with; fails the test when it resolves. */
+export async function connectError(promise: Promise<unknown>): Promise<McpReconcilerError> {
+  try {
+    await promise;
+  } catch (err) {
+    expect(err).toBeInstanceOf(McpReconcilerError);
+    return err as McpReconcilerError;
+  }
+  throw new Error('expected the connection to fail');
 }

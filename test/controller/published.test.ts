@@ -3,13 +3,13 @@
  * way a user's config starts them.
  */
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ProcessTracker } from '../../src/connection/processes.js';
 import { modulePath } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 import { firstText, Harness, rejection, row, toolNames } from './support.js';
+import { freePort } from '../helpers/ports.js';
 
 const h = new Harness();
 /** For the HTTP server-everything the test itself runs, as a user would. */
@@ -37,16 +37,6 @@ afterAll(async () => {
   expect(serverPids.filter(pidAlive)).toEqual([]);
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe('@modelcontextprotocol/server-everything over stdio', () => {
   it('registers its tools, skips the taskSupport: required one, validates a real outputSchema tool', async () => {

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { runCli } from '../../src/cli/main.js';
+import { runCliCaptured } from '../helpers/cli.js';
 import { createMcpController, type McpController } from '../../src/controller.js';
 import type { McpControllerOptions, ServerStateName } from '../../src/controller/types.js';
 import { McpReconcilerError } from '../../src/errors.js';
@@ -165,14 +165,4 @@ export function processesMatching(needle: string): number[] {
 }
 
 /** Run the CLI in-process and capture what it prints. */
-export async function cli(argv: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env,
-    cwd,
-  });
-  return { code, stdout, stderr };
-}
+export const cli = runCliCaptured;
