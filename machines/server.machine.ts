@@ -32,10 +32,15 @@
  * - `failed` / `needs_auth` → admission only when the config or the verdict changed.
  *
  * Supervisor: a failed attempt or a lost connection (current generation only)
- * counts one failure; at `backoff.attempts` failures the server rests in
+ * counts one failure — except the first loss since the budget was last reset,
+ * which is forgiven and retried at once, so a server that dies for good gets
+ * the full `backoff.attempts` reconnect attempts while a crash loop still
+ * spends the budget. At `backoff.attempts` failures the server rests in
  * `failed`. Otherwise it waits `min(initialMs · 2^(failures-1), maxMs)` in
- * `reconnecting.waiting` — or nothing, when the lost connection had been up
- * `healthyMs` (which also reset the budget) or its HTTP session was evicted.
+ * `reconnecting.waiting` — or nothing, when the loss was forgiven (the first
+ * after a fresh admission or a healthy run of `healthyMs`, which resets the
+ * budget) or its HTTP session was evicted. An error marked `permanent`
+ * (retrying cannot help) goes straight to `failed` without spending budget.
  * RECONNECT: from `failed` / `needs_auth` re-runs admission with a fresh
  * budget; while reconnecting it refills the budget and retries now, keeping
  * the old tools. Every admission into `live` starts with a fresh budget.
@@ -65,6 +70,13 @@ export interface ServerContext {
   attempt: number;
   /** The current connection has stayed up `backoff.healthyMs`. */
   healthy: boolean;
+  /**
+   * A lost connection was already let off without counting since the budget
+   * was last reset. The first loss of a clean run costs nothing, so a server
+   * that dies for good still gets `backoff.attempts` reconnect attempts; every
+   * later loss counts, so a crash loop still spends the budget.
+   */
+  lossForgiven: boolean;
   lastError?: string;
   /** The wait before the next attempt, when one is scheduled. */
   nextDelayMs?: number;
@@ -82,7 +94,10 @@ export interface ConnectInput {
  * must be the one it was given. The actor commits the generation's tools to
  * the registry before resolving and retires any older generation's client.
  * It rejects with an error whose `code` is `'needs_auth'` when the server
- * needs authorisation; any other rejection is a failed attempt.
+ * needs authorisation, and with an error whose `permanent` is `true` when
+ * retrying cannot help (command not found, invalid URL, a 4xx answer, a
+ * listing the registry rejected): the server goes straight to `failed`. Any
+ * other rejection is a failed attempt that spends the backoff budget.
  */
 export interface ConnectOutput {
   generation: number;
@@ -96,13 +111,16 @@ export interface SessionInput {
 
 /**
  * Sent by the `session` actor when its generation's connection is gone.
- * `sessionLost: true` (HTTP session evicted, SPEC §5) reconnects at once.
+ * `sessionLost: true` (HTTP session evicted, SPEC §5) reconnects at once;
+ * `permanent: true` (the generation was closed because a re-listing was
+ * rejected) goes straight to `failed`.
  */
 export interface ConnectionLostEvent {
   type: 'CONNECTION_LOST';
   generation: number;
   error?: string;
   sessionLost?: boolean;
+  permanent?: boolean;
 }
 
 /** New desired entry and gating for this server; what changed decides what happens. */
@@ -146,11 +164,23 @@ function isNeedsAuth(error: unknown): boolean {
   return error !== null && typeof error === 'object' && (error as { code?: unknown }).code === 'needs_auth';
 }
 
-type Failure = { type: string; error?: unknown; sessionLost?: boolean };
+/** Retrying cannot help: the error (or lost event) says so itself. */
+function isPermanent(event: Failure): boolean {
+  if (event.type === 'CONNECTION_LOST') return event.permanent === true;
+  const error = event.error;
+  return error !== null && typeof error === 'object' && (error as { permanent?: unknown }).permanent === true;
+}
 
-/** A loss right after a healthy run, or an evicted session, reconnects without waiting. */
+type Failure = { type: string; error?: unknown; sessionLost?: boolean; permanent?: boolean };
+
+/** The first loss since the budget was reset is let off: it does not count (see `lossForgiven`). */
+function forgivesLoss(context: ServerContext, event: Failure): boolean {
+  return event.type === 'CONNECTION_LOST' && context.attempt === 0 && !context.lossForgiven;
+}
+
+/** A forgiven loss (which includes the first loss after a healthy run), or an evicted session, reconnects without waiting. */
 function reconnectsAtOnce(context: ServerContext, event: Failure): boolean {
-  return context.healthy || (event.type === 'CONNECTION_LOST' && event.sessionLost === true);
+  return forgivesLoss(context, event) || (event.type === 'CONNECTION_LOST' && event.sessionLost === true);
 }
 
 const nameParam = ({ context }: { context: ServerContext }) => ({ name: context.name });
@@ -183,10 +213,21 @@ export const serverMachine = setup({
     applyFilter: (_, _params: { name: string; entry: DesiredServer }) => {},
     storeUpdate: assign(({ event }) => (event.type === 'UPDATE' ? { entry: event.entry, gating: event.gating } : {})),
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
-    recordError: assign({ lastError: ({ event }) => messageOf((event as Failure).error), nextDelayMs: undefined }),
-    /** Count a failed attempt or a lost connection and schedule the next try. */
+    recordError: assign({
+      lastError: ({ event }) => ((event as Failure).error === undefined ? 'connection lost' : messageOf((event as Failure).error)),
+      nextDelayMs: undefined,
+    }),
+    /** Count a failed attempt or a lost connection (unless forgiven) and schedule the next try. */
     recordFailure: assign(({ context, event }) => {
       const failure = event as Failure;
+      if (forgivesLoss(context, failure)) {
+        return {
+          lossForgiven: true,
+          healthy: false,
+          lastError: failure.error === undefined ? 'connection lost' : messageOf(failure.error),
+          nextDelayMs: 0,
+        };
+      }
       const attempt = context.attempt + 1;
       const spent = attempt >= context.backoff.attempts;
       return {
@@ -208,7 +249,8 @@ export const serverMachine = setup({
     connectedCurrentGeneration: ({ context, event }) => (event as { output?: Partial<ConnectOutput> }).output?.generation === context.generation,
     lostCurrentGeneration: ({ context, event }) => event.type === 'CONNECTION_LOST' && event.generation === context.generation,
     needsAuth: ({ event }) => isNeedsAuth((event as Failure).error),
-    budgetSpent: ({ context }) => context.attempt + 1 >= context.backoff.attempts,
+    permanent: ({ event }) => isPermanent(event as Failure),
+    budgetSpent: ({ context, event }) => !forgivesLoss(context, event as Failure) && context.attempt + 1 >= context.backoff.attempts,
     reconnectAtOnce: ({ context, event }) => reconnectsAtOnce(context, event as Failure),
   },
   delays: {
@@ -229,6 +271,7 @@ export const serverMachine = setup({
     generation: 0,
     attempt: 0,
     healthy: false,
+    lossForgiven: false,
   }),
   initial: 'admission',
   on: {
@@ -247,7 +290,7 @@ export const serverMachine = setup({
         {
           target: 'live',
           // Every admission starts with a fresh budget.
-          actions: assign({ attempt: 0, healthy: false, nextDelayMs: undefined }),
+          actions: assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined }),
         },
       ],
     },
@@ -288,6 +331,7 @@ export const serverMachine = setup({
             onDone: { guard: 'connectedCurrentGeneration', target: 'connected' },
             onError: [
               { guard: 'needsAuth', target: '#server.needs_auth', actions: 'recordError' },
+              { guard: 'permanent', target: '#server.failed', actions: 'recordError' },
               { guard: 'budgetSpent', target: '#server.failed', actions: 'recordFailure' },
               { target: 'reconnecting.waiting', actions: 'recordFailure' },
             ],
@@ -302,10 +346,11 @@ export const serverMachine = setup({
             input: ({ context }) => ({ name: context.name, generation: context.generation }),
           },
           after: {
-            healthyDelay: { actions: assign({ attempt: 0, healthy: true }) },
+            healthyDelay: { actions: assign({ attempt: 0, healthy: true, lossForgiven: false }) },
           },
           on: {
             CONNECTION_LOST: [
+              { guard: and(['lostCurrentGeneration', 'permanent']), target: '#server.failed', actions: 'recordError' },
               { guard: and(['lostCurrentGeneration', 'budgetSpent']), target: '#server.failed', actions: 'recordFailure' },
               { guard: and(['lostCurrentGeneration', 'reconnectAtOnce']), target: 'reconnecting.attempting', actions: 'recordFailure' },
               { guard: 'lostCurrentGeneration', target: 'reconnecting.waiting', actions: 'recordFailure' },
@@ -320,7 +365,7 @@ export const serverMachine = setup({
             waiting: {
               after: { retryDelay: 'attempting' },
               on: {
-                RECONNECT: { target: 'attempting', actions: assign({ attempt: 0, nextDelayMs: undefined }) },
+                RECONNECT: { target: 'attempting', actions: assign({ attempt: 0, lossForgiven: false, nextDelayMs: undefined }) },
               },
             },
             attempting: {
@@ -332,13 +377,14 @@ export const serverMachine = setup({
                 onDone: { guard: 'connectedCurrentGeneration', target: '#server.live.connected' },
                 onError: [
                   { guard: 'needsAuth', target: '#server.needs_auth', actions: 'recordError' },
+                  { guard: 'permanent', target: '#server.failed', actions: 'recordError' },
                   { guard: 'budgetSpent', target: '#server.failed', actions: 'recordFailure' },
                   { target: 'waiting', actions: 'recordFailure' },
                 ],
               },
               on: {
                 // Already trying: keep this attempt, just refill the budget.
-                RECONNECT: { actions: assign({ attempt: 0 }) },
+                RECONNECT: { actions: assign({ attempt: 0, lossForgiven: false }) },
               },
             },
           },

@@ -29,6 +29,8 @@ export const ErrorCode = {
   OutputContract: 'output_contract',
   /** The controller was disposed. */
   Disposed: 'disposed',
+  /** No running `watch` of the workspace took a request sent to it (CLI `reconnect`, `approve --session`). */
+  NoWatch: 'no_watch',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -41,13 +43,24 @@ export class McpReconcilerError extends Error {
   readonly hint: string | undefined;
   /** Structured details (file, line, server, field, …). */
   readonly details: Readonly<Record<string, unknown>>;
+  /**
+   * Retrying the same thing cannot succeed (command not found, invalid URL, a
+   * 4xx answer, a rejected tool listing): the supervisor sends the server
+   * straight to `failed` instead of spending its backoff budget.
+   */
+  readonly permanent: boolean;
 
-  constructor(code: ErrorCode, message: string, options: { hint?: string; details?: Record<string, unknown>; cause?: unknown } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { hint?: string; details?: Record<string, unknown>; cause?: unknown; permanent?: boolean } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'McpReconcilerError';
     this.code = code;
     this.hint = options.hint;
     this.details = Object.freeze({ ...(options.details ?? {}) });
+    this.permanent = options.permanent ?? false;
   }
 }
 

@@ -120,7 +120,7 @@ export class World {
   }
 
   /** The connection of `name` drops (its session reports it). */
-  lose(name: string, opts: { sessionLost?: boolean; error?: string } = {}): void {
+  lose(name: string, opts: { sessionLost?: boolean; error?: string; permanent?: boolean } = {}): void {
     const s = this.sessions.get(name);
     if (!s) throw new Error(`no session for ${name}`);
     this.connections.delete(name);

@@ -65,41 +65,112 @@ describe('supervisor backoff', () => {
     expect(w.tools.get('a')).toBe(1);
     w.failWith.set('a', new Error('refused'));
     w.lose('a', { error: 'process exited' });
-    expect(state()).toBe('reconnecting');
-    await waitForNextConnect(w, clock, 500);
+    // The first loss is forgiven and retried at once; the failures after it count.
+    await flush();
+    expect(w.connectCalls).toHaveLength(2);
     expect(state()).toBe('reconnecting');
     expect(w.tools.get('a')).toBe(1);
     expect(w.teardowns('a')).toEqual([]);
+    await waitForNextConnect(w, clock, 500);
+    expect(state()).toBe('reconnecting');
     await waitForNextConnect(w, clock, 1000);
     expect(state()).toBe('failed');
     expect(w.tools.has('a')).toBe(false);
     expect(w.teardowns('a')).toEqual(['dropTools a', 'disconnect a']);
   });
 
+  it('a lost connection gets the full 10 reconnect attempts: the loss itself is not counted', async () => {
+    const w = new World();
+    const { actor, clock, state } = start(w);
+    await flush();
+    w.failWith.set('a', new Error('refused'));
+    w.lose('a', { error: 'process exited' });
+    await flush();
+    const delays = [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000];
+    for (const delay of delays) {
+      expect(state()).toBe('reconnecting');
+      await waitForNextConnect(w, clock, delay);
+    }
+    expect(state()).toBe('failed');
+    // one first connect + 10 reconnect attempts
+    expect(w.connectCalls).toHaveLength(11);
+    expect(actor.getSnapshot().context.attempt).toBe(10);
+  });
+
+  it('a crash loop still spends the budget: only the first loss is forgiven', async () => {
+    const w = new World();
+    const { clock, state } = start(w, { backoff: { attempts: 3 } });
+    await flush();
+    w.lose('a'); // forgiven: at once
+    await flush();
+    expect(w.connectCalls).toHaveLength(2);
+    expect(state()).toBe('connected');
+    w.lose('a'); // counted: 1
+    await waitForNextConnect(w, clock, 500);
+    expect(state()).toBe('connected');
+    w.lose('a'); // counted: 2
+    await waitForNextConnect(w, clock, 1000);
+    w.lose('a'); // counted: 3 → budget spent
+    await flush();
+    expect(state()).toBe('failed');
+    expect(w.connectCalls).toHaveLength(4);
+  });
+
+  it('an error marked permanent goes straight to failed without spending the budget', async () => {
+    const w = new World();
+    w.failWith.set('a', Object.assign(new Error('command not found: "nope"'), { permanent: true }));
+    const { actor, clock, state } = start(w);
+    await flush();
+    expect(state()).toBe('failed');
+    expect(actor.getSnapshot().context).toMatchObject({ attempt: 0, lastError: 'command not found: "nope"' });
+    clock.increment(60_000);
+    await flush();
+    expect(w.connectCalls).toHaveLength(1);
+  });
+
+  it('a permanent loss (a rejected re-listing) goes straight to failed and drops the tools', async () => {
+    const w = new World();
+    const { state } = start(w);
+    await flush();
+    expect(w.tools.get('a')).toBe(1);
+    w.lose('a', { permanent: true, error: 'tool_conflict' });
+    await flush();
+    expect(state()).toBe('failed');
+    expect(w.tools.has('a')).toBe(false);
+    expect(w.connectCalls).toHaveLength(1);
+  });
+
   it('after 30 s up, resets the budget and reconnects the next loss at once', async () => {
     const w = new World();
     const { actor, clock, state } = start(w);
     await flush();
-    // flap twice so the budget is partly used
+    // flap so the budget is partly used: the first loss is forgiven, the next ones count
+    w.lose('a');
+    await flush();
     for (const delay of [500, 1000]) {
       w.lose('a');
       await waitForNextConnect(w, clock, delay);
     }
     expect(actor.getSnapshot().context.attempt).toBe(2);
     clock.increment(30_000);
-    expect(actor.getSnapshot().context).toMatchObject({ attempt: 0, healthy: true });
+    expect(actor.getSnapshot().context).toMatchObject({ attempt: 0, healthy: true, lossForgiven: false });
     w.lose('a');
     await flush();
-    expect(w.connectCalls).toHaveLength(4);
+    expect(w.connectCalls).toHaveLength(5);
     expect(state()).toBe('connected');
-    expect(actor.getSnapshot().context).toMatchObject({ attempt: 1, healthy: false });
+    expect(actor.getSnapshot().context).toMatchObject({ attempt: 0, healthy: false, lossForgiven: true });
   });
 
-  it('waits 500 ms after a loss before 30 s', async () => {
+  it('reconnects the first loss at once and waits 500 ms after a second loss before 30 s', async () => {
     const w = new World();
     const { actor, clock, state } = start(w);
     await flush();
     clock.increment(29_999);
+    w.lose('a');
+    expect(actor.getSnapshot().context.nextDelayMs).toBe(0);
+    await flush();
+    expect(state()).toBe('connected');
+    clock.increment(1_000);
     w.lose('a');
     expect(state()).toBe('reconnecting');
     expect(actor.getSnapshot().context.nextDelayMs).toBe(500);

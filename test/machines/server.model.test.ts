@@ -83,6 +83,12 @@ const EXPECTED_STATUS: Record<ServerStateName, string> = {
 const VERDICT_STATES = new Set<ServerStateName>(['pending_approval', 'rejected', 'excluded', 'not_allowed', 'disabled', 'untrusted']);
 
 const authError = Object.assign(new Error('authorization required'), { code: 'needs_auth' });
+const permanentError = Object.assign(new Error('command not found: "nope"'), { permanent: true });
+
+/** The error or loss says retrying cannot help: it may send the server to `failed` at once. */
+function isPermanentEvent(ev: AnyEventObject): boolean {
+  return (ev as { permanent?: boolean }).permanent === true || (ev as { error?: { permanent?: boolean } }).error?.permanent === true;
+}
 
 type Options = { gatingEvents: boolean; entryEvents: boolean; variants: Record<string, DesiredServer> };
 
@@ -98,6 +104,7 @@ function eventsFor(s: Snap, opts: Options): AnyEventObject[] {
       { type: 'xstate.done.actor.connect', output: { generation: generation - 1 }, rel: 'stale' },
       { type: 'xstate.error.actor.connect', error: new Error('connection refused') },
       { type: 'xstate.error.actor.connect', error: authError },
+      { type: 'xstate.error.actor.connect', error: permanentError },
     );
   }
   // Likewise a delayed event fires only while its state is active (leaving the state cancels it).
@@ -107,6 +114,7 @@ function eventsFor(s: Snap, opts: Options): AnyEventObject[] {
   out.push(
     { type: 'CONNECTION_LOST', generation, error: 'process exited', rel: 'current' },
     { type: 'CONNECTION_LOST', generation, sessionLost: true, rel: 'current' },
+    { type: 'CONNECTION_LOST', generation, permanent: true, error: 'tool_conflict', rel: 'current' },
     { type: 'CONNECTION_LOST', generation: generation - 1, rel: 'stale' },
     upd(e, g),
     { type: 'RECONNECT' },
@@ -256,7 +264,14 @@ function checkStep(prev: Snap | undefined, ev: AnyEventObject, next: Snap, actio
   if (spawnsConnect) check(verdict === 'admitted', 'connect starts only when admitted');
 
   // the budget
-  if (name === 'failed') check(ctx.attempt >= ctx.backoff.attempts, 'failed only when the budget is spent');
+  if (name === 'failed' && (!prev || stateNameOf(prev) !== 'failed')) {
+    check(ctx.attempt >= ctx.backoff.attempts || isPermanentEvent(ev), 'failed only when the budget is spent or retrying cannot help');
+  }
+  const permanentApplies =
+    ev.type === 'CONNECTION_LOST' ? prev?.matches({ live: 'connected' }) === true && ev.generation === prev.context.generation : prev !== undefined && isLive(prev);
+  if (isPermanentEvent(ev) && permanentApplies) {
+    check(name === 'failed' || name === 'removed', 'a permanent error ends in failed at once');
+  }
   if (isLive(next)) check(ctx.attempt < ctx.backoff.attempts, 'live only within the budget');
 
   if (!prev) return;
