@@ -15,6 +15,10 @@ import type { ServerStateName } from '../../src/controller/types.js';
 import { startDashboard, type Dashboard } from '../../src/dashboard/server.js';
 import { fixturePath, repoRoot } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
+import { browserTestSkipReason, findChromium } from '../helpers/chromium.js';
+
+const skipReason = browserTestSkipReason();
+if (skipReason) console.warn(`\n[dashboard.browser.test] SKIPPED: ${skipReason}\n`);
 
 const CHROMIUM_ARGS = [
   '--headless',
@@ -42,6 +46,7 @@ let page: Page;
 const pageRequests: string[] = [];
 
 beforeAll(async () => {
+  if (skipReason) return;
   tmp = await realpath(await mkdtemp(join(tmpdir(), 'mcpr-dashboard-')));
   const root = join(tmp, 'workspace');
   await mkdir(root);
@@ -79,7 +84,9 @@ beforeAll(async () => {
   });
   await controller.start();
   dashboard = await startDashboard(controller);
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  const executablePath = findChromium();
+  if (!executablePath) throw new Error('Chromium is required here (CI): install it with `apt-get install chromium` or set CHROMIUM_PATH');
+  browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
   page = await browser.newPage({ viewport: { width: 1440, height: 1000 }, deviceScaleFactor: 1 });
   page.on('request', (r) => pageRequests.push(`${r.method()} ${new URL(r.url()).pathname}`));
 });
@@ -113,7 +120,7 @@ async function currentNode(server: string): Promise<string[]> {
   return page.locator(`article.card[data-server="${server}"] .chart .current`).evaluateAll((els) => els.map((e) => e.getAttribute('data-state') ?? ''));
 }
 
-describe('dashboard page', () => {
+describe.skipIf(skipReason !== undefined)('dashboard page', () => {
   it('draws every server as its state chart with the current state highlighted', async () => {
     await waitFor(() => controller.status().find((s) => s.name === 'flaky')?.state === 'failed', 'flaky to give up');
     await page.goto(dashboard.url);
@@ -179,7 +186,7 @@ describe('dashboard page', () => {
   });
 });
 
-describe('dashboard request guards', () => {
+describe.skipIf(skipReason !== undefined)('dashboard request guards', () => {
   const json = { 'content-type': 'application/json' };
 
   it('refuses a POST without the token, and changes nothing', async () => {
