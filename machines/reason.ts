@@ -6,7 +6,7 @@
  */
 import type { StateValue } from 'xstate';
 
-/** The 13 public state names of a server (SPEC §5). */
+/** The 14 public state names of a server (SPEC §5, plus `dormant` from issue 13). */
 export type ServerStateName =
   | 'pending_approval'
   | 'rejected'
@@ -16,6 +16,7 @@ export type ServerStateName =
   | 'untrusted'
   | 'connecting'
   | 'connected'
+  | 'dormant'
   | 'fingerprint_changed'
   | 'reconnecting'
   | 'needs_auth'
@@ -32,6 +33,7 @@ export const SERVER_STATE_NAMES: readonly ServerStateName[] = [
   'untrusted',
   'connecting',
   'connected',
+  'dormant',
   'fingerprint_changed',
   'reconnecting',
   'needs_auth',
@@ -52,8 +54,8 @@ export type Reason =
   | 'needs_auth'
   | 'removed';
 
-/** Status shown to users (SPEC §7). */
-export type PublicStatus = 'pending' | 'connecting' | 'connected' | 'failed' | 'needs-auth' | 'disabled';
+/** Status shown to users (SPEC §7); `dormant`: tools usable, no process until the first call. */
+export type PublicStatus = 'pending' | 'connecting' | 'connected' | 'dormant' | 'failed' | 'needs-auth' | 'disabled';
 
 /** Anything with a server machine's state value (a snapshot of `serverMachine` or of a provided copy). */
 export interface ServerSnapshotLike {
@@ -76,14 +78,15 @@ export function stateNameOf(snapshot: ServerSnapshotLike): ServerStateName {
   } else if (value && typeof value === 'object' && 'live' in value) {
     const inner = value.live;
     const name = typeof inner === 'string' ? inner : inner ? Object.keys(inner)[0] : undefined;
-    if (name === 'connecting' || name === 'connected' || name === 'reconnecting') return name;
+    if (name === 'connecting' || name === 'connected' || name === 'reconnecting' || name === 'dormant') return name;
   }
   throw new Error(`not a server machine state: ${JSON.stringify(value)}`);
 }
 
 /**
- * `unavailableReason` (SPEC §7): `undefined` for `connecting` and
- * `connected` (admitted; tools are or will shortly be there),
+ * `unavailableReason` (SPEC §7): `undefined` for `connecting`, `connected`
+ * and `dormant` (admitted; tools are or will shortly be there — a dormant
+ * server's cached tools are callable, the call starts it),
  * `'reconnecting'` for `reconnecting` and `fingerprint_changed` (a new
  * generation is on its way), otherwise the state's own name.
  */
@@ -96,6 +99,7 @@ export function reasonOfState(state: ServerStateName): Reason | undefined {
   switch (state) {
     case 'connecting':
     case 'connected':
+    case 'dormant':
       return undefined;
     case 'fingerprint_changed':
     case 'reconnecting':
@@ -113,6 +117,7 @@ export function reasonOfState(state: ServerStateName): Reason | undefined {
  * | pending_approval | `pending` (waiting for the user's decision) |
  * | connecting, reconnecting, fingerprint_changed | `connecting` |
  * | connected | `connected` |
+ * | dormant | `dormant` (tools usable; the first call starts the server) |
  * | failed | `failed` |
  * | needs_auth | `needs-auth` |
  * | disabled, excluded, not_allowed, rejected, untrusted, removed | `disabled` (held off by config, gating or a decision) |
@@ -132,6 +137,8 @@ export function publicStatusOfState(state: ServerStateName): PublicStatus {
       return 'connecting';
     case 'connected':
       return 'connected';
+    case 'dormant':
+      return 'dormant';
     case 'failed':
       return 'failed';
     case 'needs_auth':
@@ -143,8 +150,9 @@ export function publicStatusOfState(state: ServerStateName): PublicStatus {
 
 /**
  * True in `connecting`, `connected` and `reconnecting`: a connection is open
- * or being opened (the machine's `live` state). In every other state the
- * server has no client and no process.
+ * or being opened. In every other state the server has no client and no
+ * process — `dormant` included, although the machine keeps it under `live`
+ * (admitted, tools registered).
  */
 export function isLive(snapshot: ServerSnapshotLike): boolean {
   const state = stateNameOf(snapshot);
@@ -153,13 +161,12 @@ export function isLive(snapshot: ServerSnapshotLike): boolean {
 
 /**
  * Whether a server in `state` may have tools in the registry: `connected`
- * (its current generation's) and `reconnecting` (the last connected
- * generation's, kept so the tool list does not flicker; none if no
- * generation of this admission ever connected). `connecting` is always a
- * first connection and holds none — a retry after a loss happens inside
- * `reconnecting`. Every other state holds none: leaving the live states
- * runs `dropTools`.
+ * (its current generation's), `reconnecting` (the last connected
+ * generation's, kept so the tool list does not flicker), `connecting` and
+ * `dormant` (the cached listing, or the last live one after an idle stop —
+ * none when nothing is cached). Every other state holds none: leaving the
+ * admitted states runs `dropTools`.
  */
 export function holdsTools(state: ServerStateName): boolean {
-  return state === 'connected' || state === 'reconnecting';
+  return state === 'connected' || state === 'reconnecting' || state === 'connecting' || state === 'dormant';
 }

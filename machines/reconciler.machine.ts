@@ -7,7 +7,7 @@
  */
 import { enqueueActions, setup } from 'xstate';
 import { resolveBackoff, serverMachine, type ServerActorRef, type ServerInput } from './server.machine.js';
-import type { ApprovalDecision, BackoffPolicy, DesiredMap, DesiredServer, GatingState } from './types.js';
+import type { ApprovalDecision, BackoffPolicy, DesiredMap, DesiredServer, GatingState, LifecyclePolicy } from './types.js';
 
 /** Input of the reconciler. */
 export interface ReconcilerInput {
@@ -15,6 +15,8 @@ export interface ReconcilerInput {
   /** Defaults to nothing excluded, no approvals, and an untrusted folder (fail closed). */
   gating?: GatingState;
   backoff?: Partial<BackoffPolicy>;
+  /** Default `startup` / `idleTimeoutMs` handed to every server (its own config wins). */
+  lifecycle?: Partial<LifecyclePolicy>;
 }
 
 /** Context of the reconciler. */
@@ -22,6 +24,7 @@ export interface ReconcilerContext {
   desired: DesiredMap;
   gating: GatingState;
   backoff: BackoffPolicy;
+  lifecycle?: Partial<LifecyclePolicy>;
   /** Live children by server name (same refs as `snapshot.children`). */
   servers: Record<string, ServerActorRef>;
   /** Names that were configured and then removed, for `unavailableReason` (SPEC §3.1, §7). */
@@ -35,17 +38,30 @@ export type ReconcilerEvent =
   | { type: 'APPROVAL'; name: string; decision: ApprovalDecision | undefined }
   | { type: 'TRUST'; trusted: boolean }
   | { type: 'RECONNECT'; name: string }
+  | { type: 'AUTHENTICATED'; name: string }
   | { type: 'DISPOSE' };
+
+/** The one server name no actor can be spawned for (see `reconcile`). */
+export const RESERVED_SERVER_NAME = '__proto__';
 
 const EMPTY_GATING: GatingState = Object.freeze({ excluded: [], trusted: false, approvals: {} });
 
 /**
  * Whether two entries would make a server behave the same: same provenance,
- * same full-config hash and same connection fingerprint. (The hashes cover
- * every config field, so no deep comparison is needed here.)
+ * same full-config hash, same connection fingerprint, and the same
+ * `startup` / `idleTimeoutMs` (the one pair the hashes leave out, so that
+ * changing them needs no new approval). No deep comparison is needed.
  */
 export function sameEntry(a: DesiredServer, b: DesiredServer): boolean {
-  return a.name === b.name && a.scope === b.scope && a.source === b.source && a.hash === b.hash && a.fingerprint === b.fingerprint;
+  return (
+    a.name === b.name &&
+    a.scope === b.scope &&
+    a.source === b.source &&
+    a.hash === b.hash &&
+    a.fingerprint === b.fingerprint &&
+    a.config.startup === b.config.startup &&
+    a.config.idleTimeoutMs === b.config.idleTimeoutMs
+  );
 }
 
 function sameSet(a: readonly string[], b: readonly string[]): boolean {
@@ -131,7 +147,8 @@ export const reconcilerMachine = setup({
       const toSpawn: string[] = [];
 
       for (const [name, ref] of Object.entries(context.servers)) {
-        const entry = desired[name];
+        // Own properties only: a server may be called `toString` or `constructor`.
+        const entry = Object.hasOwn(desired, name) ? desired[name] : undefined;
         if (!entry || !isRunning(ref)) {
           // Deferred in order: the child handles REMOVE (exit actions run) before it is stopped.
           if (isRunning(ref)) enqueue.sendTo(ref, { type: 'REMOVE' });
@@ -141,19 +158,22 @@ export const reconcilerMachine = setup({
           continue;
         }
         servers[name] = ref;
-        const previous = context.desired[name];
+        const previous = Object.hasOwn(context.desired, name) ? context.desired[name] : undefined;
         if (gatingChanged || !previous || !sameEntry(previous, entry)) {
           enqueue.sendTo(ref, { type: 'UPDATE', entry, gating });
         }
       }
       for (const name of Object.keys(desired)) {
-        if (!(name in context.servers)) toSpawn.push(name);
+        // XState keeps children in a plain object keyed by id, where `__proto__` cannot be a
+        // key: such a server is not spawned, and the controller reports it as a config issue.
+        if (name === RESERVED_SERVER_NAME) continue;
+        if (!Object.hasOwn(context.servers, name)) toSpawn.push(name);
       }
       for (const name of toSpawn) removed.delete(name);
 
       enqueue.assign(({ spawn }) => {
         for (const name of toSpawn) {
-          const input: ServerInput = { name, entry: desired[name]!, gating, backoff: context.backoff };
+          const input: ServerInput = { name, entry: desired[name]!, gating, backoff: context.backoff, lifecycle: context.lifecycle };
           servers[name] = spawn('server', { id: name, input });
         }
         return { desired, gating, servers, removed: [...removed] };
@@ -163,6 +183,12 @@ export const reconcilerMachine = setup({
       if (event.type !== 'RECONNECT') return;
       const ref = context.servers[event.name];
       if (ref) enqueue.sendTo(ref, { type: 'RECONNECT' });
+    }),
+    /** New OAuth tokens for one server: it leaves `needs_auth` (other states ignore it). */
+    authenticated: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'AUTHENTICATED') return;
+      const ref = context.servers[event.name];
+      if (ref) enqueue.sendTo(ref, { type: 'AUTHENTICATED' });
     }),
     removeAll: enqueueActions(({ context, enqueue }) => {
       for (const ref of Object.values(context.servers)) {
@@ -181,6 +207,7 @@ export const reconcilerMachine = setup({
     desired: {},
     gating: input.gating ?? EMPTY_GATING,
     backoff: resolveBackoff(input.backoff),
+    ...(input.lifecycle ? { lifecycle: input.lifecycle } : {}),
     servers: {},
     removed: [],
   }),
@@ -195,6 +222,7 @@ export const reconcilerMachine = setup({
         APPROVAL: { actions: 'reconcile' },
         TRUST: { actions: 'reconcile' },
         RECONNECT: { actions: 'reconnect' },
+        AUTHENTICATED: { actions: 'authenticated' },
         DISPOSE: { target: 'disposed', actions: 'removeAll' },
         // A child that crashed (a provided action threw) must not take the
         // reconciler and every other server down with it: handling the event

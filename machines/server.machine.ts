@@ -7,12 +7,25 @@
  *
  * ```
  * admission (transient) ─▶ disabled | untrusted | excluded | not_allowed
- *                          | rejected | pending_approval | live
- * live (exit: dropTools, disconnect)
- *   connecting ─▶ connected ⇄ reconnecting { waiting ─▶ attempting }
+ *                          | rejected | pending_approval | live | live.dormant
+ * live (entry: restoreCached; exit: dropTools, disconnect)
+ *   connecting ─▶ connected { idle ⇄ busy } ⇄ reconnecting { waiting ─▶ attempting }
+ *   connecting ─▶ dormant (lazy, no call)   connected.idle ─after idleDelay─▶ dormant
+ *   dormant ─CALL_STARTED / RECONNECT─▶ connecting
  * fingerprint_changed ─▶ admission      needs_auth, failed: resting
  * removed (final)
  * ```
+ *
+ * Instant start (issue 13): `live` is entered only through admission, so
+ * every gate stands before the cached tools are registered (`restoreCached`,
+ * on entry) and before any connect. A `lazy` server whose listing is cached
+ * (`context.cached`) is admitted straight into `dormant`: tools registered,
+ * no process; one without a cache connects once, and the finished connect
+ * goes to `dormant` instead of `connected` while no call waits. The first
+ * CALL_STARTED wakes it (`connecting`, fresh budget). A connected server
+ * counts its calls (CALL_STARTED / CALL_ENDED) in `connected.busy`; in
+ * `connected.idle` the `idleDelay` (the entry's `idleTimeoutMs`, else the
+ * controller default) stops it into `dormant`, keeping its tools.
  *
  * The three connection states are grouped under `live` so that leaving the
  * live set always unregisters tools and closes the client (one exit action,
@@ -21,7 +34,8 @@
  * `{ live: 'connecting' }`, `{ live: 'connected' }` and
  * `{ live: { reconnecting: 'waiting' | 'attempting' } }`. A retry after a lost
  * connection happens inside `reconnecting` (substate `attempting`), so
- * `connecting` always means a first connection that holds no tools yet.
+ * `connecting` always means a first connection (of an admission, or a wake
+ * from `dormant`) that holds no live tools of its own yet — only cached ones.
  *
  * UPDATE (new entry and gating from the parent):
  * - live, no longer admitted → leaves live (dropTools, disconnect) to its verdict state;
@@ -41,13 +55,15 @@
  * after a fresh admission or a healthy run of `healthyMs`, which resets the
  * budget) or its HTTP session was evicted. An error marked `permanent`
  * (retrying cannot help) goes straight to `failed` without spending budget.
+ * AUTHENTICATED (new OAuth tokens): from `needs_auth` re-runs admission, so
+ * the next generation connects with them; other states ignore it.
  * RECONNECT: from `failed` / `needs_auth` re-runs admission with a fresh
  * budget; while reconnecting it refills the budget and retries now, keeping
  * the old tools. Every admission into `live` starts with a fresh budget.
  */
 import { and, assign, fromCallback, fromPromise, not, or, setup, type ActorRefFrom, type SnapshotFrom } from 'xstate';
 import { admissionOf, type AdmissionVerdict } from './admission.js';
-import { DEFAULT_BACKOFF, type BackoffPolicy, type DesiredServer, type GatingState } from './types.js';
+import { DEFAULT_BACKOFF, DEFAULT_LIFECYCLE, type BackoffPolicy, type DesiredServer, type GatingState, type LifecyclePolicy } from './types.js';
 
 /** Input of one server actor. */
 export interface ServerInput {
@@ -56,6 +72,8 @@ export interface ServerInput {
   gating: GatingState;
   /** Overrides of the SPEC §5 backoff defaults. */
   backoff?: Partial<BackoffPolicy>;
+  /** Start-up / idle defaults for an entry that sets none (controller options). */
+  lifecycle?: Partial<LifecyclePolicy>;
 }
 
 /** Context of one server actor. */
@@ -80,6 +98,15 @@ export interface ServerContext {
   lastError?: string;
   /** The wait before the next attempt, when one is scheduled. */
   nextDelayMs?: number;
+  /** Controller defaults for `startup` / `idleTimeoutMs`; the entry's own config wins. */
+  lifecycle: LifecyclePolicy;
+  /**
+   * A listing of the current fingerprint is cached (`entry.cached`, or this
+   * actor connected it once), so tools can be served without a connection.
+   */
+  cached: boolean;
+  /** Tool calls in flight or waiting for the connection (CALL_STARTED − CALL_ENDED); a server with calls is never idle. */
+  calls: number;
 }
 
 /** Input of the injected `connect` actor. */
@@ -130,8 +157,18 @@ export interface UpdateEvent {
   gating: GatingState;
 }
 
+/**
+ * A tool call begins (`CALL_STARTED`, also when it first waits for the
+ * connection) or ends (`CALL_ENDED`, however it ended). A `dormant` server
+ * wakes on CALL_STARTED; a connected one is idle only while no call runs.
+ */
+export type CallEvent = { type: 'CALL_STARTED' } | { type: 'CALL_ENDED' };
+
 /** Events a server actor accepts (besides the invoked actors' own done/error events). */
-export type ServerEvent = UpdateEvent | { type: 'RECONNECT' } | { type: 'REMOVE' } | ConnectionLostEvent;
+/** New OAuth tokens were stored for this server: leave `needs_auth` with a new generation. */
+export type AuthenticatedEvent = { type: 'AUTHENTICATED' };
+
+export type ServerEvent = UpdateEvent | { type: 'RECONNECT' } | { type: 'REMOVE' } | ConnectionLostEvent | CallEvent | AuthenticatedEvent;
 
 /** A server child actor. */
 export type ServerActorRef = ActorRefFrom<typeof serverMachine>;
@@ -148,6 +185,28 @@ export function resolveBackoff(policy?: Partial<BackoffPolicy>): BackoffPolicy {
   }
   return out;
 }
+
+/** `policy` with the defaults (eager, no idle stop) filled in. */
+export function resolveLifecycle(policy?: Partial<LifecyclePolicy>): LifecyclePolicy {
+  const out: LifecyclePolicy = { ...DEFAULT_LIFECYCLE };
+  if (policy?.startup === 'lazy' || policy?.startup === 'eager') out.startup = policy.startup;
+  if (typeof policy?.idleTimeoutMs === 'number' && policy.idleTimeoutMs > 0) out.idleTimeoutMs = policy.idleTimeoutMs;
+  return out;
+}
+
+/** The server's own `startup`, else the controller default. */
+export function startupOf(context: Pick<ServerContext, 'entry' | 'lifecycle'>): LifecyclePolicy['startup'] {
+  return context.entry.config.startup ?? context.lifecycle.startup;
+}
+
+/** The server's own `idleTimeoutMs`, else the controller default; `undefined` never idles out. */
+export function idleTimeoutOf(context: Pick<ServerContext, 'entry' | 'lifecycle'>): number | undefined {
+  const own = context.entry.config.idleTimeoutMs;
+  return typeof own === 'number' && own > 0 ? own : context.lifecycle.idleTimeoutMs;
+}
+
+/** Longest timer Node keeps exact (2^31−1 ms); the idle timer of a server that never idles out is parked there, guarded off. */
+const NEVER_MS = 2_147_483_647;
 
 /** The wait before retry number `attempt` (1-based): `initialMs · 2^(attempt-1)`, at most `maxMs`. */
 export function backoffDelay(policy: BackoffPolicy, attempt: number): number {
@@ -187,8 +246,8 @@ const nameParam = ({ context }: { context: ServerContext }) => ({ name: context.
 
 /**
  * The server actor logic (SPEC §5). Provide the I/O with
- * `serverMachine.provide({ actors: { connect, session }, actions: { dropTools, disconnect, applyFilter } })`.
- * Named delays `retryDelay`, `healthyDelay` and `restartDelay` may be overridden too.
+ * `serverMachine.provide({ actors: { connect, session }, actions: { dropTools, disconnect, applyFilter, restoreCached } })`.
+ * Named delays `retryDelay`, `healthyDelay`, `restartDelay` and `idleDelay` may be overridden too.
  */
 export const serverMachine = setup({
   types: {
@@ -211,7 +270,23 @@ export const serverMachine = setup({
     disconnect: (_, _params: { name: string }) => {},
     /** Re-apply include/exclude filters and description to the live tool list. */
     applyFilter: (_, _params: { name: string; entry: DesiredServer }) => {},
-    storeUpdate: assign(({ event }) => (event.type === 'UPDATE' ? { entry: event.entry, gating: event.gating } : {})),
+    /**
+     * Register the cached listing of `entry.fingerprint`, if any, marked
+     * `cached` (idempotent; nothing when none is cached or tools are already
+     * registered). Runs on every entry into `live`, before any connection.
+     */
+    restoreCached: (_, _params: { name: string; entry: DesiredServer; generation: number }) => {},
+    /** A connect commits and caches its listing: from now on this fingerprint can be served without connecting. */
+    markCached: assign({ cached: true }),
+    callStarted: assign({ calls: ({ context }) => context.calls + 1 }),
+    // Floored at 0: a call that outlived its generation (or a reset) ends after the count was cleared.
+    callEnded: assign({ calls: ({ context }) => Math.max(0, context.calls - 1) }),
+    storeUpdate: assign(({ context, event }) => {
+      if (event.type !== 'UPDATE') return {};
+      // A new fingerprint is another server as far as the cache goes.
+      const cached = event.entry.fingerprint === context.entry.fingerprint ? context.cached || event.entry.cached === true : event.entry.cached === true;
+      return { entry: event.entry, gating: event.gating, cached };
+    }),
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
     recordError: assign({
       lastError: ({ event }) => ((event as Failure).error === undefined ? 'connection lost' : messageOf((event as Failure).error)),
@@ -252,6 +327,12 @@ export const serverMachine = setup({
     permanent: ({ event }) => isPermanent(event as Failure),
     budgetSpent: ({ context, event }) => !forgivesLoss(context, event as Failure) && context.attempt + 1 >= context.backoff.attempts,
     reconnectAtOnce: ({ context, event }) => reconnectsAtOnce(context, event as Failure),
+    /** The server starts on its first call rather than on admission. */
+    lazy: ({ context }) => startupOf(context) === 'lazy',
+    /** A listing of the current fingerprint can be served without connecting. */
+    cached: ({ context }) => context.cached,
+    noCalls: ({ context }) => context.calls === 0,
+    idleStops: ({ context }) => idleTimeoutOf(context) !== undefined,
   },
   delays: {
     /** Backoff wait before the next attempt (`context.nextDelayMs`). */
@@ -260,6 +341,8 @@ export const serverMachine = setup({
     healthyDelay: ({ context }) => context.backoff.healthyMs,
     /** Pause in `fingerprint_changed` before re-admission; 0 keeps the state observable without waiting. */
     restartDelay: 0,
+    /** How long a connected server may go without a call before it is stopped (parked when it never is: see `idleStops`). */
+    idleDelay: ({ context }) => Math.min(idleTimeoutOf(context) ?? NEVER_MS, NEVER_MS),
   },
 }).createMachine({
   id: 'server',
@@ -272,6 +355,9 @@ export const serverMachine = setup({
     attempt: 0,
     healthy: false,
     lossForgiven: false,
+    lifecycle: resolveLifecycle(input.lifecycle),
+    cached: input.entry.cached === true,
+    calls: 0,
   }),
   initial: 'admission',
   on: {
@@ -287,10 +373,16 @@ export const serverMachine = setup({
         { guard: { type: 'verdictIs', params: { verdict: 'not_allowed' } }, target: 'not_allowed' },
         { guard: { type: 'verdictIs', params: { verdict: 'rejected' } }, target: 'rejected' },
         { guard: { type: 'verdictIs', params: { verdict: 'pending_approval' } }, target: 'pending_approval' },
+        // Admitted. A lazy server whose listing is cached serves it without starting anything.
+        {
+          guard: and(['lazy', 'cached']),
+          target: 'live.dormant',
+          actions: assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined, calls: 0 }),
+        },
         {
           target: 'live',
           // Every admission starts with a fresh budget.
-          actions: assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined }),
+          actions: assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined, calls: 0 }),
         },
       ],
     },
@@ -302,8 +394,10 @@ export const serverMachine = setup({
     rejected: { description: 'the user rejected this config hash', on: { UPDATE: { target: 'admission', actions: 'storeUpdate' } } },
     pending_approval: { description: 'waiting for a decision on this config hash', on: { UPDATE: { target: 'admission', actions: 'storeUpdate' } } },
     live: {
-      description: 'A connection is open or being opened; leaving drops tools and disconnects.',
+      description: 'Admitted: connected, connecting, reconnecting or dormant; leaving drops tools and disconnects.',
       initial: 'connecting',
+      // Cached tools are there at once, whether the server then connects or sleeps.
+      entry: { type: 'restoreCached', params: ({ context }) => ({ name: context.name, entry: context.entry, generation: context.generation }) },
       exit: [
         { type: 'dropTools', params: nameParam },
         { type: 'disconnect', params: nameParam },
@@ -319,22 +413,42 @@ export const serverMachine = setup({
           // Same verdict, same config: no churn.
           { actions: 'storeUpdate' },
         ],
+        // Counted wherever the server is (a call may wait for a connection); dormant and connected refine them.
+        CALL_STARTED: { actions: 'callStarted' },
+        CALL_ENDED: { actions: 'callEnded' },
       },
       states: {
         connecting: {
-          description: 'First connection of this admission; no tools yet.',
+          description: 'First connection of this admission (or a wake from dormant); holds only cached tools, if any.',
           entry: 'nextGeneration',
           invoke: {
             id: 'connect',
             src: 'connect',
             input: ({ context }) => ({ name: context.name, entry: context.entry, generation: context.generation }),
-            onDone: { guard: 'connectedCurrentGeneration', target: 'connected' },
+            onDone: [
+              // A lazy server that connected only to fill its cache (nobody is calling) goes back to sleep.
+              { guard: and(['connectedCurrentGeneration', 'lazy', 'noCalls']), target: 'dormant', actions: 'markCached' },
+              { guard: 'connectedCurrentGeneration', target: 'connected', actions: 'markCached' },
+            ],
             onError: [
               { guard: 'needsAuth', target: '#server.needs_auth', actions: 'recordError' },
               { guard: 'permanent', target: '#server.failed', actions: 'recordError' },
               { guard: 'budgetSpent', target: '#server.failed', actions: 'recordFailure' },
               { target: 'reconnecting.waiting', actions: 'recordFailure' },
             ],
+          },
+        },
+        dormant: {
+          description: 'Admitted and stopped: cached tools registered, no process; the first tool call starts it.',
+          // Closes the connection it came from (a cache fill or an idle stop); the tools stay.
+          entry: { type: 'disconnect', params: nameParam },
+          on: {
+            CALL_STARTED: {
+              target: 'connecting',
+              // A wake is a fresh start: full budget.
+              actions: ['callStarted', assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined })],
+            },
+            RECONNECT: { target: 'connecting', actions: assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined }) },
           },
         },
         connected: {
@@ -357,6 +471,19 @@ export const serverMachine = setup({
               // A late loss from an old generation is ignored.
             ],
           },
+          initial: 'idle',
+          states: {
+            idle: {
+              description: 'No call in flight; with an idle timeout, the server is stopped when it runs out.',
+              always: { guard: not('noCalls'), target: 'busy' },
+              after: { idleDelay: { guard: 'idleStops', target: '#server.live.dormant' } },
+              on: { CALL_STARTED: { target: 'busy', actions: 'callStarted' } },
+            },
+            busy: {
+              description: 'Calls in flight; the idle timer starts over when the last one ends.',
+              always: { guard: 'noCalls', target: 'idle' },
+            },
+          },
         },
         reconnecting: {
           description: 'Backoff and retry; the previous generation’s tools stay registered.',
@@ -374,7 +501,7 @@ export const serverMachine = setup({
                 id: 'connect',
                 src: 'connect',
                 input: ({ context }) => ({ name: context.name, entry: context.entry, generation: context.generation }),
-                onDone: { guard: 'connectedCurrentGeneration', target: '#server.live.connected' },
+                onDone: { guard: 'connectedCurrentGeneration', target: '#server.live.connected', actions: 'markCached' },
                 onError: [
                   { guard: 'needsAuth', target: '#server.needs_auth', actions: 'recordError' },
                   { guard: 'permanent', target: '#server.failed', actions: 'recordError' },
@@ -397,10 +524,11 @@ export const serverMachine = setup({
       on: { UPDATE: { actions: 'storeUpdate' } },
     },
     needs_auth: {
-      description: 'The server needs authorisation; rests until its config changes or RECONNECT.',
+      description: 'The server needs authorisation; rests until AUTHENTICATED (new tokens), a config change or RECONNECT.',
       on: {
         UPDATE: [{ guard: or(['updateConfigChanged', 'updateVerdictChanged']), target: 'admission', actions: 'storeUpdate' }, { actions: 'storeUpdate' }],
         RECONNECT: 'admission',
+        AUTHENTICATED: 'admission',
       },
     },
     failed: {

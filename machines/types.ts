@@ -32,11 +32,53 @@ export interface ServerConfig {
   description?: string;
   /** Auth settings that affect the connection (part of the fingerprint). */
   auth?: Record<string, unknown>;
+  /** OAuth client settings for an http/sse server (part of the fingerprint and the approval hash). */
+  oauth?: ServerOAuthConfig;
+  /** For `type: 'http'`: reconnect over SSE when the first request gets a 4xx, as VS Code and Cursor do. Set by the host's format. */
+  fallbackToSse?: boolean;
+  /** Tools the host runs without asking (Cline `autoApprove`, Roo `alwaysAllow`). Metadata for the host; the controller does not act on it. */
+  autoApprove?: string[];
+  /** Gemini CLI `trust`: the host may skip tool confirmations. Metadata for the host; the controller does not act on it. */
+  trust?: boolean;
+  /** The env file (VS Code, Cursor `envFile`) already loaded into `env`; kept so that approvals and `config` show it. */
+  envFile?: string;
+  /**
+   * `eager` (default) connects on admission; `lazy` waits for the first tool
+   * call, serving cached tools meanwhile (state `dormant`). Not part of the
+   * fingerprint or the approval hash: how a server starts is not what it runs.
+   */
+  startup?: StartupMode;
+  /** Stop a connected server after this long without a tool call; it goes `dormant`, its tools stay. Not hashed either. */
+  idleTimeoutMs?: number;
   /**
    * For `type: 'sdk'`: the in-process server object (an SDK `McpServer` or
    * `Server`). Not serialisable; fingerprints use its identity.
    */
   instance?: unknown;
+}
+
+/**
+ * OAuth settings of one remote server. Without them a server that answers
+ * 401 is authorised with dynamic client registration (or a client ID
+ * metadata document) and the authorization-code flow with PKCE.
+ */
+export interface ServerOAuthConfig {
+  /** A pre-registered client id (no dynamic registration). */
+  clientId?: string;
+  /** Its secret; write it as `${VAR}` so it stays out of the file. */
+  clientSecret?: string;
+  /** Scopes to ask for when the server does not say which it needs. */
+  scopes?: string[] | string;
+  /** How the client authenticates at the token endpoint. */
+  tokenEndpointAuthMethod?: 'client_secret_basic' | 'client_secret_post' | 'none' | 'private_key_jwt';
+  /** `authorization_code` (default, a user signs in) or `client_credentials` (machine to machine). */
+  grantType?: 'authorization_code' | 'client_credentials';
+  /** PEM private key for `private_key_jwt` client credentials; write it as `${VAR}`. */
+  privateKey?: string;
+  /** JWS algorithm of the private-key JWT. Default RS256. */
+  signingAlgorithm?: string;
+  /** Fixed loopback port for the redirect, for authorization servers that only accept a registered one. */
+  callbackPort?: number;
 }
 
 /** One entry of the desired server map: a validated config with its provenance. */
@@ -50,6 +92,12 @@ export interface DesiredServer {
   fingerprint: string;
   /** Hash of the full config, what approvals are bound to (SPEC §4). */
   hash: string;
+  /**
+   * A listing of this fingerprint is in the listing cache, so its tools can be
+   * registered before (or without) connecting. Set by the controller; not part
+   * of what makes two entries equal.
+   */
+  cached?: boolean;
 }
 
 /** The desired state: server name → entry. */
@@ -92,3 +140,16 @@ export const DEFAULT_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({
   attempts: 10,
   healthyMs: 30_000,
 });
+
+/** When a server connects: on admission, or on its first tool call. */
+export type StartupMode = 'eager' | 'lazy';
+
+/** Start-up and idle defaults for servers whose config sets none (controller options). */
+export interface LifecyclePolicy {
+  startup: StartupMode;
+  /** Idle stop after this many ms without a call; `undefined` never stops. */
+  idleTimeoutMs?: number;
+}
+
+/** Eager, never idle-stopped: what a server does without `startup` / `idleTimeoutMs`. */
+export const DEFAULT_LIFECYCLE: Readonly<LifecyclePolicy> = Object.freeze({ startup: 'eager' });

@@ -25,19 +25,31 @@ const NAME = 'srv';
 const AFTER_RETRY = 'xstate.after.retryDelay.server.live.reconnecting.waiting';
 const AFTER_HEALTHY = 'xstate.after.healthyDelay.server.live.connected';
 const AFTER_RESTART = 'xstate.after.restartDelay.server.fingerprint_changed';
+const AFTER_IDLE = 'xstate.after.idleDelay.server.live.connected.idle';
+/** Fingerprints whose listing the simulated cache holds from the start (the controller sets `entry.cached` from it). */
+const CACHED_AT_START = new Set(['fC']);
 
 /**
  * The entry variants a path can switch between: `A` (the base), `A_filter`
  * (same fingerprint, other includeTools: new hash), `B` (other fingerprint),
- * `A_disabled` (disabled: true, same fingerprint, new hash).
+ * `A_disabled` (disabled: true, same fingerprint, new hash), `A_lazy`
+ * (startup lazy with an idle timeout: same fingerprint AND same hash, as
+ * neither field is hashed) and `C_lazy` (another fingerprint, lazy, whose
+ * listing is cached: it goes `dormant` without connecting).
  */
 function variants(scope: 'project' | 'user'): Record<string, DesiredServer> {
-  const make = (fp: string, hash: string, config: ServerConfig) => ({ ...entry(NAME, { scope, fp, hash }), config });
+  const make = (fp: string, hash: string, config: ServerConfig, cached?: boolean) => ({
+    ...entry(NAME, { scope, fp, hash }),
+    config,
+    ...(cached ? { cached } : {}),
+  });
   return {
     A: make('fA', 'hA', { command: 'node', args: ['a'] }),
     A_filter: make('fA', 'hA_filter', { command: 'node', args: ['a'], includeTools: ['only'] }),
     B: make('fB', 'hB', { command: 'node', args: ['b'] }),
     A_disabled: make('fA', 'hA_disabled', { command: 'node', args: ['a'], disabled: true }),
+    A_lazy: make('fA', 'hA', { command: 'node', args: ['a'], startup: 'lazy', idleTimeoutMs: 60_000 }),
+    C_lazy: make('fC', 'hC', { command: 'node', args: ['c'], startup: 'lazy' }, CACHED_AT_START.has('fC')),
   };
 }
 
@@ -59,6 +71,7 @@ const EXPECTED_REASON: Record<ServerStateName, string | undefined> = {
   untrusted: 'untrusted',
   connecting: undefined,
   connected: undefined,
+  dormant: undefined,
   fingerprint_changed: 'reconnecting',
   reconnecting: 'reconnecting',
   needs_auth: 'needs_auth',
@@ -74,6 +87,7 @@ const EXPECTED_STATUS: Record<ServerStateName, string> = {
   untrusted: 'disabled',
   connecting: 'connecting',
   connected: 'connected',
+  dormant: 'dormant',
   fingerprint_changed: 'connecting',
   reconnecting: 'connecting',
   needs_auth: 'needs-auth',
@@ -90,7 +104,7 @@ function isPermanentEvent(ev: AnyEventObject): boolean {
   return (ev as { permanent?: boolean }).permanent === true || (ev as { error?: { permanent?: boolean } }).error?.permanent === true;
 }
 
-type Options = { gatingEvents: boolean; entryEvents: boolean; variants: Record<string, DesiredServer> };
+type Options = { gatingEvents: boolean; entryEvents: boolean; callEvents?: boolean; variants: Record<string, DesiredServer> };
 
 /** Every event worth sending in `s`, built from its context so the graph stays finite. */
 function eventsFor(s: Snap, opts: Options): AnyEventObject[] {
@@ -111,6 +125,12 @@ function eventsFor(s: Snap, opts: Options): AnyEventObject[] {
   if (subState(s) === 'waiting') out.push({ type: AFTER_RETRY });
   if (s.matches({ live: 'connected' })) out.push({ type: AFTER_HEALTHY });
   if (s.matches('fingerprint_changed')) out.push({ type: AFTER_RESTART });
+  if (s.matches({ live: { connected: 'idle' } })) out.push({ type: AFTER_IDLE });
+  // Tool calls: the wake of a dormant server and the idle bookkeeping (two at once is enough to overlap).
+  if (opts.callEvents !== false) {
+    if (s.context.calls < 2) out.push({ type: 'CALL_STARTED' });
+    out.push({ type: 'CALL_ENDED' });
+  }
   out.push(
     { type: 'CONNECTION_LOST', generation, error: 'process exited', rel: 'current' },
     { type: 'CONNECTION_LOST', generation, sessionLost: true, rel: 'current' },
@@ -118,10 +138,11 @@ function eventsFor(s: Snap, opts: Options): AnyEventObject[] {
     { type: 'CONNECTION_LOST', generation: generation - 1, rel: 'stale' },
     upd(e, g),
     { type: 'RECONNECT' },
+    { type: 'AUTHENTICATED' },
     { type: 'REMOVE' },
   );
   if (opts.entryEvents) {
-    for (const v of Object.values(opts.variants)) if (v.hash !== e.hash) out.push(upd(v, g));
+    for (const v of Object.values(opts.variants)) if (v.hash !== e.hash || v.config.startup !== e.config.startup) out.push(upd(v, g));
   }
   if (opts.gatingEvents) {
     for (const profile of Object.values(PROFILES)) out.push(upd(e, { ...profile, approvals: g.approvals }));
@@ -143,7 +164,7 @@ function eventsFor(s: Snap, opts: Options): AnyEventObject[] {
  * finite and small.
  */
 function keyOf(s: Snap): string {
-  const { attempt, healthy, entry: e, gating: g } = s.context;
+  const { attempt, healthy, entry: e, gating: g, cached, calls } = s.context;
   // Outside the live states the budget is dead data: every way back in goes through admission, which resets it.
   const live = s.matches('live');
   return JSON.stringify({
@@ -151,7 +172,10 @@ function keyOf(s: Snap): string {
     st: s.status,
     attempt: live ? attempt : undefined,
     healthy: live ? healthy : undefined,
+    calls: live ? calls : undefined,
+    cached,
     hash: e.hash,
+    startup: e.config.startup,
     excluded: g.excluded,
     allowed: g.allowed,
     trusted: g.trusted,
@@ -165,8 +189,10 @@ interface World {
   opening?: number;
   /** Generation of the open client. */
   conn?: number;
-  /** Generation whose tools are registered. */
-  tools?: number;
+  /** Generation whose tools are registered, or `cached` for a listing restored from the cache. */
+  tools?: number | 'cached';
+  /** Fingerprints the listing cache holds (a successful connect adds its own). */
+  cache: ReadonlySet<string>;
 }
 
 /** Whether `a` stops the invoked child `id` (stopChild is not in the machine's own action union). */
@@ -179,12 +205,13 @@ function isConnectDone(ev: AnyEventObject): ev is AnyEventObject & { output: { g
 }
 
 /** What the outside world does around one macrostep: the event's own effect, then the machine's actions. */
-function applyStep(w: World, ev: AnyEventObject, actions: Action[]): World {
+function applyStep(w: World, ev: AnyEventObject, actions: Action[], prev?: Snap): World {
   const next = { ...w };
-  // A real connect actor commits its generation before resolving; only the in-flight attempt can resolve.
+  // A real connect actor commits its generation (and caches its listing) before resolving; only the in-flight attempt can resolve.
   if (isConnectDone(ev) && ev.output.generation === w.opening) {
     next.conn = ev.output.generation;
     next.tools = ev.output.generation;
+    if (prev) next.cache = new Set([...w.cache, prev.context.entry.fingerprint]);
   }
   if (ev.type === 'xstate.error.actor.connect') next.opening = undefined;
   if (ev.type === 'CONNECTION_LOST' && ev.generation === w.conn) next.conn = undefined;
@@ -193,6 +220,11 @@ function applyStep(w: World, ev: AnyEventObject, actions: Action[]): World {
     if (a.type === 'xstate.spawnChild' && params?.id === 'connect') next.opening = params.input!.generation;
     if (stops(a, 'connect')) next.opening = undefined;
     if (a.type === 'dropTools') next.tools = undefined;
+    // The controller registers a cached listing only when the cache has one and nothing is registered.
+    if (a.type === 'restoreCached') {
+      const fp = (a.params as { entry: DesiredServer }).entry.fingerprint;
+      if (next.tools === undefined && next.cache.has(fp)) next.tools = 'cached';
+    }
     if (a.type === 'disconnect') {
       next.conn = undefined;
       next.opening = undefined;
@@ -212,6 +244,8 @@ interface Coverage {
   states: Set<ServerStateName>;
   keys: Set<string>;
   transitions: Set<string>;
+  /** Moves into and out of `dormant` (`from->to`), to show the walk takes every way. */
+  dormantMoves: Set<string>;
   steps: number;
 }
 
@@ -235,6 +269,7 @@ function checkStep(prev: Snap | undefined, ev: AnyEventObject, next: Snap, actio
   cov.keys.add(key);
   if (!cov.samples.has(key)) cov.samples.set(key, next);
   if (prev) cov.transitions.add(`${keyOf(prev)} ${JSON.stringify(ev)}`);
+  if (prev && (name === 'dormant') !== (stateNameOf(prev) === 'dormant')) cov.dormantMoves.add(`${stateNameOf(prev)}->${name}`);
   cov.steps++;
   check(next.status !== 'error', 'the machine never errors');
 
@@ -246,14 +281,21 @@ function checkStep(prev: Snap | undefined, ev: AnyEventObject, next: Snap, actio
   if (VERDICT_STATES.has(name)) check(verdict === name, `a resting verdict state matches admission (${verdict})`);
   if (isLive(next)) check(verdict === 'admitted', `a live server is admitted (${verdict})`);
 
-  // no connection and no tools outside the live states
-  if (!isLive(next)) check(w.opening === undefined && w.conn === undefined && w.tools === undefined, `no connection and no tools in ${name}`);
-  // the registry holds tools only for connected / reconnecting servers, and a connected server's are current
-  if (w.tools !== undefined) check(holdsTools(name), `tools registered only while connected or reconnecting`);
+  // no connection outside the connecting / connected / reconnecting states, and no tools outside the admitted ones
+  if (!isLive(next)) check(w.opening === undefined && w.conn === undefined, `no connection in ${name}`);
+  if (!isLive(next) && name !== 'dormant') check(w.tools === undefined, `no tools in ${name}`);
+  // the registry holds tools only for admitted servers, and a connected server's are current
+  if (w.tools !== undefined) check(holdsTools(name), `tools registered only while admitted`);
   if (name === 'connected') check(w.tools === ctx.generation && w.conn === ctx.generation, 'connected: current generation registered and open');
   if (name === 'connecting' || subState(next) === 'attempting') check(w.opening === ctx.generation, 'an attempt for the current generation is in flight');
-  if (name === 'connecting') check(w.tools === undefined, 'a first connection holds no tools');
+  if (name === 'connecting') check(w.tools !== ctx.generation, 'connecting holds at most cached or older tools, never its own generation');
   if (subState(next) === 'waiting') check(w.opening === undefined, 'nothing in flight while waiting');
+  // the machine believes in a cached listing only when there is one, and a dormant server always serves tools
+  if (ctx.cached) check(w.cache.has(ctx.entry.fingerprint), 'context.cached only when the cache holds the current fingerprint');
+  if (name === 'dormant') check(w.tools !== undefined, 'a dormant server has tools registered (cached or its last listing)');
+  if (name === 'connecting' && w.cache.has(ctx.entry.fingerprint)) check(w.tools !== undefined, 'a connecting server with a cached listing serves it at once');
+  // a call in flight keeps a connected server busy: never idle-stopped under a running call
+  if (prev?.matches({ live: 'connected' }) && name === 'dormant') check(prev.context.calls === 0, 'only an idle server is stopped');
 
   // a gated server never connects without an approval for its current hash in a trusted folder
   const spawnsConnect = actions.some((a) => a.type === 'xstate.spawnChild' && (a.params as { id?: string }).id === 'connect');
@@ -262,6 +304,13 @@ function checkStep(prev: Snap | undefined, ev: AnyEventObject, next: Snap, actio
     check(same(ctx.gating.approvals[NAME], { hash: ctx.entry.hash, decision: 'approved' }), 'gated servers connect only when approved for the current hash');
   }
   if (spawnsConnect) check(verdict === 'admitted', 'connect starts only when admitted');
+  // cached tools of a server are registered only once it is admitted (approved, allowed, trusted …)
+  if (actions.some((a) => a.type === 'restoreCached')) check(verdict === 'admitted', 'cached tools are restored only when admitted');
+  // a lazy server never starts on admission when its listing is cached, only on a call
+  if (spawnsConnect && prev && !isLive(prev) && stateNameOf(prev) !== 'dormant' && ctx.entry.config.startup === 'lazy') {
+    check(!w.cache.has(ctx.entry.fingerprint) || ctx.calls > 0, 'a lazy server with a cached listing connects only for a call');
+  }
+  if (spawnsConnect && prev && stateNameOf(prev) === 'dormant') check(ev.type === 'CALL_STARTED' || ev.type === 'RECONNECT', 'a dormant server wakes only for a call or RECONNECT');
 
   // the budget
   if (name === 'failed' && (!prev || stateNameOf(prev) !== 'failed')) {
@@ -301,12 +350,23 @@ function checkStep(prev: Snap | undefined, ev: AnyEventObject, next: Snap, actio
     (isConnectDone(ev) && ev.output.generation !== prev.context.generation) ||
     (ev.type === 'CONNECTION_LOST' && ev.generation !== prev.context.generation);
   if (stale) check(actions.length === 0 && same(next.value, prev.value) && same(next.context, prev.context), 'a stale event is ignored');
-  // moving inside the live set keeps the tools; leaving it drops them, once
+  // moving inside the admitted set keeps the tools (going dormant closes the connection only); leaving it drops them, once
   const drops = types.filter((t) => t === 'dropTools' || t === 'disconnect');
-  if (isLive(prev) && isLive(next)) check(drops.length === 0, 'moving between live states keeps the tools');
-  if (isLive(prev) && !isLive(next)) check(same(drops, ['dropTools', 'disconnect']), 'leaving the live states drops tools and disconnects');
-  if (!isLive(prev)) check(drops.length === 0, 'nothing to tear down outside the live states');
+  const admitted = (s: Snap) => s.matches('live');
+  const toDormant = name === 'dormant' && prevName !== 'dormant';
+  if (admitted(prev) && admitted(next)) check(same(drops, toDormant ? ['disconnect'] : []), 'moving between admitted states keeps the tools');
+  if (admitted(prev) && !admitted(next)) check(same(drops, ['dropTools', 'disconnect']), 'leaving the admitted states drops tools and disconnects');
+  if (!admitted(prev)) check(same(drops, toDormant ? ['disconnect'] : []), 'nothing to tear down outside the admitted states');
   if (prevName === 'removed') check(next.value === 'removed', 'removed is final');
+  // new OAuth tokens matter only to a server waiting for them: it is admitted again, with a new generation when it connects
+  if (ev.type === 'AUTHENTICATED') {
+    if (prevName !== 'needs_auth') {
+      check(actions.length === 0 && same(next.value, prev.value) && same(next.context, prev.context), 'AUTHENTICATED is ignored outside needs_auth');
+    } else {
+      check(name !== 'needs_auth', 'AUTHENTICATED leaves needs_auth');
+      if (name === 'connecting') check(ctx.generation === prev.context.generation + 1 && ctx.attempt === 0, 'AUTHENTICATED connects a new generation with a fresh budget');
+    }
+  }
 }
 
 /**
@@ -333,7 +393,7 @@ function describePath(events: AnyEventObject[]): string {
 function step(machine: Machine, from: End, raw: AnyEventObject, cov: Coverage, history: AnyEventObject[]): End {
   const ev = retarget(raw, from.snap);
   const [snap, actions] = transition(machine, from.snap, ev as never);
-  const world = applyStep(from.world, ev, actions);
+  const world = applyStep(from.world, ev, actions, from.snap);
   try {
     checkStep(from.snap, ev, snap, actions, world, cov);
   } catch (err) {
@@ -346,7 +406,7 @@ function step(machine: Machine, from: End, raw: AnyEventObject, cov: Coverage, h
 /** Replay `events` from the initial snapshot with the pure `transition()`, checking every step. */
 function replay(machine: Machine, input: ServerInput, events: AnyEventObject[], cov: Coverage): End {
   const [snap, actions] = initialTransition(machine, input);
-  const world = applyStep({}, { type: 'xstate.init' }, actions);
+  const world = applyStep({ cache: CACHED_AT_START }, { type: 'xstate.init' }, actions);
   checkStep(undefined, { type: 'xstate.init' }, snap, actions, world, cov);
   let end: End = { snap, world };
   const history: AnyEventObject[] = [];
@@ -358,7 +418,7 @@ function replay(machine: Machine, input: ServerInput, events: AnyEventObject[], 
 }
 
 function newCoverage(): Coverage {
-  return { samples: new Map(), states: new Set(), keys: new Set(), transitions: new Set(), steps: 0 };
+  return { samples: new Map(), states: new Set(), keys: new Set(), transitions: new Set(), dormantMoves: new Set(), steps: 0 };
 }
 
 const eventsOf = (p: StatePath<Snap, AnyEventObject>) => p.steps.slice(1).map((s) => s.event);
@@ -394,7 +454,7 @@ function walkAllTransitions(label: string, input: ServerInput, opts: Options): C
   console.log(
     `[server model, ${label}] ${walked} paths (shortest path to each of ${paths.length} states + one event), ` +
       `${cov.steps} steps checked, ${cov.keys.size} distinct states, ${walked} transitions ` +
-      `(${cov.transitions.size} distinct), public states reached: ${cov.states.size}/13`,
+      `(${cov.transitions.size} distinct), public states reached: ${cov.states.size}/${SERVER_STATE_NAMES.length}`,
   );
   // replaying the paths reaches exactly the graph's states (the abstraction loses nothing that matters)
   expect(cov.keys.size).toBe(paths.length);
@@ -423,12 +483,21 @@ describe('serverMachine, walked with xstate/graph', () => {
     console.log(`[server model] leaf state nodes reached: ${leaves.length - 1}/${leaves.length} (all but the transient admission)`);
     // A gated server's fingerprint change changes its hash too, so it goes back to approval instead.
     expect(gated.states.has('fingerprint_changed')).toBe(false);
+    // dormant is entered every way (approved/admitted with a cache, cache fill, idle stop) and left every way (wake, gating, removal)
+    for (const cov of [gated, ungated]) {
+      console.log(`[server model] dormant moves: ${[...cov.dormantMoves].sort().join(', ')}`);
+      expect([...cov.dormantMoves]).toEqual(
+        expect.arrayContaining(['connecting->dormant', 'connected->dormant', 'dormant->connecting', 'dormant->excluded', 'dormant->removed']),
+      );
+    }
+    expect([...gated.dormantMoves]).toEqual(expect.arrayContaining(['pending_approval->dormant', 'dormant->pending_approval', 'dormant->untrusted']));
+    expect([...ungated.dormantMoves]).toEqual(expect.arrayContaining(['fingerprint_changed->dormant']));
     expect(ungated.states.has('pending_approval')).toBe(false);
   });
 
   it('keeps every invariant on every simple path of the supervisor', () => {
     const machine = serverMachine;
-    const opts: Options = { gatingEvents: false, entryEvents: false, variants: {} };
+    const opts: Options = { gatingEvents: false, entryEvents: false, callEvents: false, variants: {} };
     const input: ServerInput = { name: NAME, entry: variants('user').A!, gating: openGating(), backoff: { attempts: 2 } };
     const paths = getSimplePaths(machine, {
       input,
