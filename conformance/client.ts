@@ -1,0 +1,149 @@
+/**
+ * The client the official MCP conformance suite drives (`npm run
+ * conformance`). It uses only mcp-reconciler's public API — a controller,
+ * one runtime server, `tools()`, `callTool()` and the host hooks — exactly
+ * as an embedding host would; there is no raw SDK fallback.
+ *
+ * The suite runs `node dist/conformance/client.js <server-url>` with the
+ * scenario name in MCP_CONFORMANCE_SCENARIO and, for scenarios that need
+ * pre-issued credentials, a JSON object in MCP_CONFORMANCE_CONTEXT. Those
+ * credentials go where a user would write them: the server's `oauth` config.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  createMcpController,
+  MemoryApprovalStore,
+  MemoryTokenStore,
+  type ElicitationAnswer,
+  type ElicitationRequest,
+  type RegisteredTool,
+  type ServerConfig,
+  type ServerOAuthConfig,
+} from '../src/index.js';
+
+/** Context fields the suite may pass (all optional: most scenarios pass none). */
+interface ConformanceContext {
+  client_id?: string;
+  client_secret?: string;
+  private_key_pem?: string;
+  signing_algorithm?: string;
+}
+
+const SERVER = 'conformance';
+
+/**
+ * A client ID metadata document URL (SEP-991) as a host would publish one;
+ * the suite's authorization servers accept any https URL with a path.
+ */
+const CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json';
+
+function oauthConfig(scenario: string, ctx: ConformanceContext): ServerOAuthConfig | undefined {
+  if (scenario === 'auth/pre-registration' && ctx.client_id) {
+    return { clientId: ctx.client_id, ...(ctx.client_secret ? { clientSecret: ctx.client_secret } : {}) };
+  }
+  if (scenario === 'auth/client-credentials-basic' && ctx.client_id) {
+    return { grantType: 'client_credentials', clientId: ctx.client_id, clientSecret: ctx.client_secret ?? '' };
+  }
+  if (scenario === 'auth/client-credentials-jwt' && ctx.client_id) {
+    return {
+      grantType: 'client_credentials',
+      clientId: ctx.client_id,
+      tokenEndpointAuthMethod: 'private_key_jwt',
+      privateKey: ctx.private_key_pem ?? '',
+      ...(ctx.signing_algorithm ? { signingAlgorithm: ctx.signing_algorithm } : {}),
+    };
+  }
+  return undefined;
+}
+
+/**
+ * The browser step without a browser: follow the authorization server's
+ * redirect by hand, which lands on the controller's loopback receiver.
+ */
+async function headlessBrowser(_server: string, url: URL): Promise<void> {
+  const authorize = await fetch(url, { redirect: 'manual' });
+  const location = authorize.headers.get('location');
+  await authorize.body?.cancel();
+  if (!location) throw new Error(`the authorization endpoint answered ${authorize.status} without a redirect`);
+  const callback = await fetch(new URL(location, url));
+  await callback.body?.cancel();
+}
+
+/** Accept every form as it comes: the controller fills in the schema's defaults (SEP-1034). */
+function acceptWithDefaults(_server: string, request: ElicitationRequest): ElicitationAnswer {
+  return request.mode === 'url' ? { action: 'accept' } : { action: 'accept', content: {} };
+}
+
+/** Plausible arguments for a tool: every required property gets a value of its type. */
+function argumentsFor(tool: RegisteredTool): Record<string, unknown> {
+  const schema = tool.inputSchema as { properties?: Record<string, { type?: string; enum?: unknown[] }>; required?: string[] };
+  const args: Record<string, unknown> = {};
+  for (const name of schema.required ?? []) {
+    const prop = schema.properties?.[name] ?? {};
+    if (prop.enum?.length) args[name] = prop.enum[0];
+    else if (prop.type === 'number' || prop.type === 'integer') args[name] = 1;
+    else if (prop.type === 'boolean') args[name] = true;
+    else if (prop.type === 'array') args[name] = [];
+    else if (prop.type === 'object') args[name] = {};
+    else args[name] = 'conformance';
+  }
+  return args;
+}
+
+async function main(): Promise<number> {
+  const url = process.argv[2];
+  if (!url) {
+    process.stderr.write('usage: client.js SERVER_URL (run by the conformance suite)\n');
+    return 2;
+  }
+  const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
+  const ctx = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as ConformanceContext;
+  const workspace = mkdtempSync(join(tmpdir(), 'mcp-conformance-'));
+  const controller = createMcpController({
+    cwd: workspace,
+    sources: [],
+    watch: false,
+    approvals: new MemoryApprovalStore(),
+    processStateFile: false,
+    readyTimeoutMs: 25_000,
+    backoff: { attempts: 1 },
+    oauth: { tokenStore: new MemoryTokenStore(), clientMetadataUrl: CLIENT_METADATA_URL, clientName: 'mcp-reconciler-conformance' },
+    onAuthorizationUrl: headlessBrowser,
+    onElicitation: acceptWithDefaults,
+    onSampling: async () => ({ role: 'assistant', model: 'conformance', content: { type: 'text', text: 'ok' } }),
+    logger: { warn: (m) => process.stderr.write(`warn: ${m}\n`), error: (m) => process.stderr.write(`error: ${m}\n`) },
+  });
+  try {
+    const oauth = oauthConfig(scenario, ctx);
+    const config: ServerConfig = { type: 'http', url, ...(oauth ? { oauth } : {}) };
+    await controller.addRuntimeServer(SERVER, config);
+    await controller.start();
+    const status = controller.status().find((s) => s.name === SERVER);
+    process.stderr.write(`server: ${status?.state}${status?.lastError ? ` (${status.lastError})` : ''}\n`);
+    if (status?.state !== 'connected') return 1;
+    let failures = 0;
+    for (const tool of controller.tools()) {
+      try {
+        const result = await controller.callTool(tool.name, argumentsFor(tool), { timeoutMs: 20_000 });
+        process.stderr.write(`${tool.rawName}: ${result.isError ? 'error result' : 'ok'}\n`);
+      } catch (err) {
+        failures++;
+        process.stderr.write(`${tool.rawName}: ${err instanceof Error ? err.message : String(err)}\n`);
+      }
+    }
+    return failures === 0 ? 0 : 1;
+  } finally {
+    await controller.dispose();
+    rmSync(workspace, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,142 @@
+/**
+ * The loopback redirect of the OAuth authorization-code flow (RFC 8252 §7.3):
+ * a tiny HTTP server on 127.0.0.1 that receives `?code=…&state=…` from the
+ * user's browser (or, in tests and the conformance client, from a plain
+ * fetch of the authorization URL's redirect). Only the exact callback path
+ * is answered, and only a request carrying an expected `state` delivers a code.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** The path the authorization server redirects to. */
+export const CALLBACK_PATH = '/callback';
+
+/** Why a wait for the redirect ended without a code. */
+export class AuthorizationRedirectError extends Error {
+  constructor(
+    message: string,
+    /** The OAuth `error` the authorization server sent, when it sent one (`access_denied`, …). */
+    readonly oauthError?: string,
+  ) {
+    super(message);
+    this.name = 'AuthorizationRedirectError';
+  }
+}
+
+interface Pending {
+  resolve(code: string): void;
+  reject(err: Error): void;
+}
+
+/** A listening loopback callback server. */
+export interface LoopbackReceiver {
+  /** `http://127.0.0.1:PORT/callback`. */
+  readonly redirectUrl: string;
+  readonly port: number;
+  /**
+   * Expect a redirect carrying `state`. The promise settles when it arrives
+   * (with its code, or rejected with the authorization server's error), or
+   * rejects when `signal` aborts or the receiver closes.
+   */
+  expect(state: string, signal?: AbortSignal): Promise<string>;
+  close(): Promise<void>;
+}
+
+const PAGE = (title: string, text: string): string =>
+  `<!doctype html><meta charset="utf-8"><title>${title}</title><body style="font-family:system-ui;margin:3em"><h1>${title}</h1><p>${text}</p></body>`;
+
+function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/**
+ * Listen on 127.0.0.1 (`port` 0 picks a free one). Rejects with the listen
+ * error (`EADDRINUSE` when a fixed port is taken) so the caller can pick
+ * another port and register again.
+ */
+export async function startLoopback(port = 0): Promise<LoopbackReceiver> {
+  const pending = new Map<string, Pending>();
+  /** Codes that arrived before anyone waited for them (the browser can be faster than our bookkeeping). */
+  const early = new Map<string, { code?: string; error?: AuthorizationRedirectError }>();
+
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (req.method !== 'GET' || url.pathname !== CALLBACK_PATH) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+      return;
+    }
+    const state = url.searchParams.get('state') ?? '';
+    const code = url.searchParams.get('code');
+    const oauthError = url.searchParams.get('error');
+    const waiter = pending.get(state);
+    if (!waiter && !early.has(state) && state !== '') {
+      // Remember it briefly: `expect` may be called right after the redirect lands.
+      early.set(state, code ? { code } : { error: new AuthorizationRedirectError(`authorization failed: ${oauthError ?? 'no code in the redirect'}`, oauthError ?? undefined) });
+    } else if (!waiter) {
+      res.writeHead(400, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE('Unknown authorization', 'This redirect does not belong to an authorization in progress. Start it again with <code>mcp-reconciler auth SERVER</code>.'));
+      return;
+    }
+    if (code) {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE('Authorized', 'mcp-reconciler received the authorization. You can close this window.'));
+      waiter?.resolve(code);
+    } else {
+      const description = url.searchParams.get('error_description');
+      const what = `${oauthError ?? 'no code in the redirect'}${description ? `: ${description}` : ''}`;
+      res.writeHead(400, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE('Authorization failed', escapeHtml(what)));
+      waiter?.reject(new AuthorizationRedirectError(`the authorization server answered ${what}`, oauthError ?? undefined));
+    }
+    if (waiter) pending.delete(state);
+  };
+
+  const server: Server = createServer(handle);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  // Never keeps a host process alive on its own.
+  server.unref();
+  const actualPort = (server.address() as AddressInfo).port;
+
+  return {
+    redirectUrl: `http://127.0.0.1:${actualPort}${CALLBACK_PATH}`,
+    port: actualPort,
+    expect(state: string, signal?: AbortSignal): Promise<string> {
+      const arrived = early.get(state);
+      if (arrived) {
+        early.delete(state);
+        return arrived.code !== undefined ? Promise.resolve(arrived.code) : Promise.reject(arrived.error);
+      }
+      return new Promise<string>((resolve, reject) => {
+        if (signal?.aborted) {
+          reject(signal.reason instanceof Error ? signal.reason : new AuthorizationRedirectError('the authorization was cancelled'));
+          return;
+        }
+        const onAbort = (): void => {
+          pending.delete(state);
+          reject(signal?.reason instanceof Error ? signal.reason : new AuthorizationRedirectError('the authorization was cancelled'));
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+        pending.set(state, {
+          resolve: (code) => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve(code);
+          },
+          reject: (err) => {
+            signal?.removeEventListener('abort', onAbort);
+            reject(err);
+          },
+        });
+      });
+    },
+    async close(): Promise<void> {
+      for (const [, waiter] of pending) waiter.reject(new AuthorizationRedirectError('the loopback receiver was closed before the browser came back'));
+      pending.clear();
+      early.clear();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,442 @@
+/**
+ * OAuth for the remote servers of one controller (issue 11). Everything that
+ * speaks OAuth is the SDK's `auth()` driven through an `OAuthClientProvider`;
+ * this file decides *when* to call it and where the browser step goes:
+ *
+ * - {@link OAuthManager.fetchFor} wraps a server's fetch: the stored bearer
+ *   token is attached, and a 401 (or a 403 `insufficient_scope`, step-up)
+ *   runs `auth()` — refresh and client credentials need nobody; a new
+ *   authorization is started only when the host gave `onAuthorizationUrl`.
+ *   When the host's hook has brought the browser back by the time it
+ *   settles, the same request is retried with the new token; otherwise the
+ *   401 goes through (the server rests in `needs_auth`) and the redirect,
+ *   whenever it arrives, completes in the background and fires `authorized`.
+ * - {@link OAuthManager.authorize} is the explicit flow (`authenticate()`,
+ *   `mcp-reconciler auth`): probe, authorize, wait for the redirect.
+ */
+import { auth, extractWWWAuthenticateParams, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { DesiredServer, ServerOAuthConfig } from '../../machines/types.js';
+import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
+import { startLoopback, type LoopbackReceiver } from './loopback.js';
+import { clientCredentialsProvider, StoredOAuthProvider } from './oauth-provider.js';
+import { credentialKey, type TokenStore } from './token-store.js';
+
+/**
+ * Called with the URL the user must open to authorise `server`. Open a
+ * browser, print it, or show a button. Return a promise to make the
+ * controller wait for it: when the redirect has arrived by the time it
+ * settles, the connection goes on at once with the new token.
+ */
+export type AuthorizationUrlHandler = (server: string, url: URL) => void | Promise<void>;
+
+/** Options of {@link OAuthManager}. */
+export interface OAuthManagerOptions {
+  store: TokenStore;
+  /** Without it, connections never start a new authorization on their own (refresh still works). */
+  onAuthorizationUrl?: AuthorizationUrlHandler;
+  /** `client_name` for dynamic registration. Default `mcp-reconciler`. */
+  clientName?: string;
+  /** https URL of a client ID metadata document (SEP-991), used when the authorization server supports it. */
+  clientMetadataUrl?: string;
+  /** How long a started authorization waits for the browser to come back. Default 5 minutes. */
+  authorizationTimeoutMs?: number;
+  /** Warnings (never token values). */
+  warn?: (message: string) => void;
+}
+
+/** Options of {@link OAuthManager.authorize}. */
+export interface AuthorizeOptions {
+  /** Where the URL goes for this flow; default the manager's `onAuthorizationUrl`. */
+  onAuthorizationUrl?: AuthorizationUrlHandler;
+  signal?: AbortSignal;
+  /** Default the manager's `authorizationTimeoutMs`. */
+  timeoutMs?: number;
+}
+
+const DEFAULT_AUTHORIZATION_TIMEOUT_MS = 5 * 60_000;
+
+/** An authorization started for one server and waiting for its redirect. */
+interface Flow {
+  /** Settles once: tokens saved (true), or failed/abandoned (false). */
+  done: Promise<boolean>;
+  /** Set synchronously when `done` settles (what a hook's promise is checked against). */
+  settled: boolean;
+  ok: boolean;
+  abort: AbortController;
+}
+
+/** Per-server state kept across generations (the provider carries the PKCE verifier of a flow in progress). */
+interface Session {
+  key: string;
+  provider: StoredOAuthProvider | undefined;
+  /** Machine-to-machine provider from the config, in memory. */
+  machine: OAuthClientProvider | undefined;
+  flow: Flow | undefined;
+  /** The 403 challenge last answered with a step-up, so the same one is not chased twice. */
+  lastStepUp: string | undefined;
+}
+
+function isServerOAuth(entry: DesiredServer): boolean {
+  const type = entry.config.type ?? (entry.config.command ? 'stdio' : 'http');
+  return (type === 'http' || type === 'sse') && typeof entry.config.url === 'string';
+}
+
+/** The user's own `Authorization` header wins: a static token is not ours to replace. */
+function hasUserAuthorization(entry: DesiredServer): boolean {
+  return Object.keys(entry.config.headers ?? {}).some((h) => h.toLowerCase() === 'authorization');
+}
+
+/** Owns the OAuth state of one controller's servers. Create one per controller. */
+export class OAuthManager {
+  private readonly sessions = new Map<string, Session>();
+  private readonly listeners = new Set<(server: string) => void>();
+  private disposed = false;
+
+  constructor(private readonly opts: OAuthManagerOptions) {}
+
+  /** The store in use (its `path` is watched by the controller). */
+  get store(): TokenStore {
+    return this.opts.store;
+  }
+
+  /** Subscribe to "`server` has new tokens"; returns the unsubscribe function. */
+  onAuthorized(listener: (server: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * A fetch for `entry`'s transport that carries its OAuth token and answers
+   * 401 / 403 `insufficient_scope` through the SDK's `auth()` (see the file
+   * comment). `undefined` for servers OAuth does not apply to (stdio, sdk,
+   * or a config with its own `Authorization` header).
+   */
+  fetchFor(name: string, entry: DesiredServer): ((next: FetchLike) => FetchLike) | undefined {
+    if (!isServerOAuth(entry) || hasUserAuthorization(entry)) return undefined;
+    const serverUrl = entry.config.url!;
+    return (next) => async (input, init) => {
+      const session = await this.session(name, entry);
+      const provider = session.machine ?? session.provider!;
+      const send = async (): Promise<Response> => {
+        const headers = new Headers(init?.headers);
+        const tokens = await provider.tokens();
+        if (tokens?.access_token) headers.set('Authorization', `Bearer ${tokens.access_token}`);
+        return next(input, { ...init, headers });
+      };
+      const response = await send();
+      const challenge = this.challengeOf(response, session);
+      if (!challenge) return response;
+      const ok = await this.respond(name, entry, session, serverUrl, challenge, next, this.opts.onAuthorizationUrl);
+      if (!ok) return response;
+      await response.body?.cancel().catch(() => {});
+      return send();
+    };
+  }
+
+  /**
+   * Run the authorization flow for `entry` now, whatever its state: ask the
+   * server for its challenge, authorise through the SDK (refresh when
+   * possible, else a new authorization whose URL goes to
+   * `onAuthorizationUrl`), wait for the browser to come back and store the
+   * tokens. Resolves once tokens are stored; rejects with an
+   * `McpReconcilerError` (`needs_auth`) saying what failed.
+   */
+  async authorize(name: string, entry: DesiredServer, options: AuthorizeOptions = {}): Promise<void> {
+    if (!isServerOAuth(entry)) {
+      throw new McpReconcilerError(ErrorCode.Usage, `server "${name}" is a ${entry.config.type ?? 'stdio'} server; only http and sse servers use OAuth`, {
+        hint: 'pass credentials to a stdio server through its "env" instead',
+        details: { server: name },
+      });
+    }
+    if (hasUserAuthorization(entry)) {
+      throw new McpReconcilerError(ErrorCode.Usage, `server "${name}" sends its own Authorization header, so OAuth is not used for it`, {
+        hint: 'remove the "Authorization" header from its config to sign in with OAuth instead',
+        details: { server: name },
+      });
+    }
+    const handler = options.onAuthorizationUrl ?? this.opts.onAuthorizationUrl;
+    const session = await this.session(name, entry);
+    const serverUrl = entry.config.url!;
+    // The challenge tells where the metadata is and which scope is needed; probe without a token.
+    const probe = await fetch(serverUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(entry.config.headers ?? {}) },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'mcp-reconciler-auth-probe', version: '0' } } }),
+      signal: options.signal ?? null,
+    }).catch((err: unknown) => {
+      throw new McpReconcilerError(ErrorCode.ConnectFailed, `could not reach server "${name}" at ${serverUrl}: ${describeError(err)}`, {
+        hint: 'check that the server is running and the URL is right',
+        details: { server: name },
+        cause: err,
+      });
+    });
+    await probe.body?.cancel().catch(() => {});
+    const params = probe.status === 401 || probe.status === 403 ? extractWWWAuthenticateParams(probe) : {};
+    const ok = await this.respond(name, entry, session, serverUrl, { resourceMetadataUrl: params.resourceMetadataUrl, scope: params.scope }, fetch, handler, {
+      wait: true,
+      ...(options.signal ? { signal: options.signal } : {}),
+      timeoutMs: options.timeoutMs ?? this.opts.authorizationTimeoutMs ?? DEFAULT_AUTHORIZATION_TIMEOUT_MS,
+      interactive: true,
+    });
+    if (!ok) {
+      throw new McpReconcilerError(ErrorCode.NeedsAuth, `authorising server "${name}" failed: ${session.lastError ?? 'no token was issued'}`, {
+        hint: `run \`mcp-reconciler auth ${name}\` again; check the URL it prints and that the browser reaches 127.0.0.1`,
+        details: { server: name },
+      });
+    }
+  }
+
+  /** Forget the stored credentials of `entry`'s URL. Resolves with whether there were any. */
+  async logout(entry: DesiredServer): Promise<boolean> {
+    if (!entry.config.url) return false;
+    const key = credentialKey(entry.config.url);
+    const had = (await this.opts.store.get(key)) !== undefined;
+    await this.opts.store.update(key, () => undefined);
+    for (const [name, s] of this.sessions) {
+      if (s.key === key) {
+        s.flow?.abort.abort();
+        this.sessions.delete(name);
+      }
+    }
+    return had;
+  }
+
+  /** Whether tokens are stored for `entry` (for status displays). */
+  async hasTokens(entry: DesiredServer): Promise<boolean> {
+    if (!entry.config.url) return false;
+    return (await this.opts.store.get(credentialKey(entry.config.url)))?.tokens !== undefined;
+  }
+
+  /** Drop the in-memory state of `name` (a removed server or a changed config): the next connect reloads from the store. */
+  forget(name: string): void {
+    const s = this.sessions.get(name);
+    s?.flow?.abort.abort();
+    this.sessions.delete(name);
+  }
+
+  /** Abort flows in progress and close their loopback receivers. */
+  dispose(): void {
+    this.disposed = true;
+    for (const s of this.sessions.values()) s.flow?.abort.abort();
+    this.sessions.clear();
+    this.listeners.clear();
+  }
+
+  // ── internals ──────────────────────────────────────────────────────────
+
+  private async session(name: string, entry: DesiredServer): Promise<Session & { lastError?: string }> {
+    const key = credentialKey(entry.config.url!);
+    const config = entry.config.oauth;
+    let s = this.sessions.get(name) as (Session & { lastError?: string }) | undefined;
+    const signature = JSON.stringify([key, config ?? null]);
+    if (s && (s as { signature?: string }).signature === signature) {
+      // Another process (`mcp-reconciler auth`) may have stored tokens meanwhile.
+      if (s.provider && !s.flow) await s.provider.load();
+      return s;
+    }
+    s?.flow?.abort.abort();
+    const clientName = this.opts.clientName ?? 'mcp-reconciler';
+    const machine = clientCredentialsProvider(config, clientName);
+    const provider = machine
+      ? undefined
+      : await new StoredOAuthProvider({
+          key,
+          store: this.opts.store,
+          config,
+          clientName,
+          ...(this.opts.clientMetadataUrl ? { clientMetadataUrl: this.opts.clientMetadataUrl } : {}),
+        }).load();
+    provider?.endInteractive();
+    s = Object.assign({ key, provider, machine, flow: undefined, lastStepUp: undefined }, { signature });
+    this.sessions.set(name, s);
+    return s;
+  }
+
+  /** The challenge in `response` this manager should answer, if any. */
+  private challengeOf(response: Response, session: Session): { resourceMetadataUrl?: URL; scope?: string } | undefined {
+    if (response.status === 401) {
+      const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(response);
+      return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
+    }
+    if (response.status === 403) {
+      const { resourceMetadataUrl, scope, error } = extractWWWAuthenticateParams(response);
+      if (error !== 'insufficient_scope') return undefined;
+      // Step-up once per distinct challenge: the same answer again means more scope will not help.
+      const header = response.headers.get('www-authenticate') ?? '';
+      if (session.lastStepUp === header) return undefined;
+      session.lastStepUp = header;
+      return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
+    }
+    return undefined;
+  }
+
+  /**
+   * Answer a challenge through `auth()`. Resolves true when a token for it
+   * is stored now (retry the request), false otherwise.
+   */
+  private async respond(
+    name: string,
+    entry: DesiredServer,
+    session: Session & { lastError?: string },
+    serverUrl: string,
+    challenge: { resourceMetadataUrl?: URL | undefined; scope?: string | undefined },
+    fetchFn: FetchLike,
+    handler: AuthorizationUrlHandler | undefined,
+    explicit?: { wait: true; signal?: AbortSignal; timeoutMs: number; interactive: true },
+  ): Promise<boolean> {
+    const base = {
+      serverUrl,
+      ...(challenge.resourceMetadataUrl ? { resourceMetadataUrl: challenge.resourceMetadataUrl } : {}),
+      ...(challenge.scope ? { scope: challenge.scope } : {}),
+      fetchFn,
+    };
+    if (session.machine) {
+      try {
+        return (await auth(session.machine, base)) === 'AUTHORIZED';
+      } catch (err) {
+        session.lastError = describeError(err);
+        this.opts.warn?.(`OAuth client credentials for "${name}" failed: ${session.lastError}`);
+        return false;
+      }
+    }
+    const provider = session.provider!;
+    // A flow is already waiting for the browser: do not start a second one.
+    if (session.flow && !session.flow.settled) {
+      if (!explicit) return false;
+      session.flow.abort.abort();
+    }
+    const interactive = explicit !== undefined || handler !== undefined;
+    if (!interactive) {
+      // Nobody to show a URL to: only a refresh can help.
+      if (!provider.canRefresh) return false;
+      try {
+        return (await auth(provider, base)) === 'AUTHORIZED';
+      } catch (err) {
+        session.lastError = describeError(err);
+        return false;
+      }
+    }
+    return this.interactive(name, entry, session, provider, base, handler, explicit);
+  }
+
+  private async interactive(
+    name: string,
+    entry: DesiredServer,
+    session: Session & { lastError?: string },
+    provider: StoredOAuthProvider,
+    base: { serverUrl: string; resourceMetadataUrl?: URL; scope?: string; fetchFn: FetchLike },
+    handler: AuthorizationUrlHandler | undefined,
+    explicit: { signal?: AbortSignal; timeoutMs: number } | undefined,
+  ): Promise<boolean> {
+    const receiver = await this.listen(entry.config.oauth, provider);
+    const abort = new AbortController();
+    const onOuter = (): void => abort.abort(explicit?.signal?.reason);
+    explicit?.signal?.addEventListener('abort', onOuter, { once: true });
+    const timeoutMs = explicit?.timeoutMs ?? this.opts.authorizationTimeoutMs ?? DEFAULT_AUTHORIZATION_TIMEOUT_MS;
+    const timer = setTimeout(() => abort.abort(new Error(`nobody completed the authorization within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
+    timer.unref();
+    let codePromise: Promise<string> | undefined;
+    let hookDone: Promise<void> = Promise.resolve();
+    let markStarted: () => void = () => {};
+    const started = new Promise<void>((resolve) => (markStarted = resolve));
+    provider.beginInteractive(receiver.redirectUrl, (url, state) => {
+      markStarted();
+      codePromise = receiver.expect(state ?? '', abort.signal);
+      codePromise.catch(() => {});
+      if (!handler) {
+        this.opts.warn?.(`server "${name}" needs authorization: open ${url.href}`);
+        return;
+      }
+      // The hook runs beside the SDK: awaiting it here would hold auth() and its caller.
+      hookDone = Promise.resolve()
+        .then(() => handler(name, url))
+        .catch((err: unknown) => this.opts.warn?.(`onAuthorizationUrl for "${name}" threw: ${describeError(err)}`));
+    });
+
+    const flow: Flow = { done: Promise.resolve(false), settled: false, ok: false, abort };
+    session.flow = flow;
+    const finish = async (): Promise<boolean> => {
+      try {
+        let result = await auth(provider, base);
+        if (result !== 'AUTHORIZED') {
+          if (!codePromise) throw new Error('the SDK asked for a redirect but gave no authorization URL');
+          const code = await codePromise;
+          result = await auth(provider, { ...base, authorizationCode: code });
+        }
+        return result === 'AUTHORIZED';
+      } catch (err) {
+        session.lastError = describeError(err);
+        if (!abort.signal.aborted) this.opts.warn?.(`authorising "${name}" failed: ${session.lastError}`);
+        return false;
+      } finally {
+        clearTimeout(timer);
+        explicit?.signal?.removeEventListener('abort', onOuter);
+        provider.endInteractive();
+        await receiver.close();
+      }
+    };
+    flow.done = finish().then((ok) => {
+      flow.settled = true;
+      flow.ok = ok;
+      if (session.flow === flow) session.flow = undefined;
+      if (ok && !this.disposed) for (const l of this.listeners) safe(() => l(name));
+      return ok;
+    });
+
+    if (explicit) return flow.done;
+    // In-band: wait until the SDK reached the browser step (or failed before it) and for
+    // the host's hook; if the browser is back by then, retry at once.
+    await Promise.race([started, flow.done]);
+    await hookDone;
+    if (flow.settled) return flow.ok;
+    // Give the exchange a chance when the code is already in: it needs no user any more.
+    const codeIn = codePromise ? await isSettled(codePromise) : false;
+    if (codeIn) return flow.done;
+    return false;
+  }
+
+  /** A loopback receiver on the registered redirect's port when there is one, else a fresh port (and a fresh registration). */
+  private async listen(config: ServerOAuthConfig | undefined, provider: StoredOAuthProvider): Promise<LoopbackReceiver> {
+    const wanted = config?.callbackPort ?? portOf(provider.registeredRedirect);
+    if (wanted !== undefined) {
+      try {
+        return await startLoopback(wanted);
+      } catch (err) {
+        if (config?.callbackPort !== undefined) {
+          throw new McpReconcilerError(ErrorCode.NeedsAuth, `the OAuth callback port ${wanted} is in use: ${describeError(err)}`, {
+            hint: 'free that port or change "oauth.callbackPort" in the server config',
+          });
+        }
+        // The registration names a port we cannot serve: register again with a new one.
+        await provider.dropRegistration();
+      }
+    }
+    return startLoopback(0);
+  }
+}
+
+function portOf(url: string | undefined): number | undefined {
+  if (!url) return undefined;
+  try {
+    const p = Number(new URL(url).port);
+    return p > 0 ? p : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function safe(fn: () => void): void {
+  try {
+    fn();
+  } catch {
+    // a throwing listener must not break the flow
+  }
+}
+
+/** Whether `p` has already settled, checked after pending callbacks ran. */
+async function isSettled(p: Promise<unknown>): Promise<boolean> {
+  const marker = Symbol('pending');
+  const r = await Promise.race([p.then(() => true, () => true), new Promise((resolve) => setImmediate(() => resolve(marker)))]);
+  return r !== marker;
+}

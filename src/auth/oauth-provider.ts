@@ -1,0 +1,215 @@
+/**
+ * The SDK's `OAuthClientProvider` for one MCP server, backed by a
+ * {@link TokenStore}. All protocol work (discovery, registration, PKCE,
+ * token exchange, refresh) is the SDK's `auth()`; this class only keeps what
+ * it hands over and says where the browser should go.
+ */
+import { randomBytes } from 'node:crypto';
+import type { OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+import { ClientCredentialsProvider, PrivateKeyJwtProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { ServerOAuthConfig } from '../../machines/types.js';
+import type { StoredCredentials, TokenStore } from './token-store.js';
+
+/** Used as `redirect_uri` while no loopback receiver runs (refreshing needs none, but the SDK reads one). */
+export const IDLE_REDIRECT = 'http://127.0.0.1/callback';
+
+/** What the interactive flow plugs into a provider. */
+export interface RedirectHandler {
+  (authorizationUrl: URL, state: string | undefined): void | Promise<void>;
+}
+
+/** Options of {@link StoredOAuthProvider}. */
+export interface StoredOAuthProviderOptions {
+  /** Store key (see `credentialKey`). */
+  key: string;
+  store: TokenStore;
+  config: ServerOAuthConfig | undefined;
+  /** `client_name` sent with dynamic registration. */
+  clientName: string;
+  /** An https URL of a client ID metadata document (SEP-991), used when the server supports it. */
+  clientMetadataUrl?: string;
+}
+
+function scopeString(scopes: ServerOAuthConfig['scopes']): string | undefined {
+  if (scopes === undefined) return undefined;
+  const s = Array.isArray(scopes) ? scopes.join(' ') : scopes;
+  return s.trim() === '' ? undefined : s;
+}
+
+/**
+ * Authorization-code provider with a persistent store. The record is read
+ * once ({@link load}) and written through on every save, so another process
+ * sees new tokens at once.
+ */
+export class StoredOAuthProvider implements OAuthClientProvider {
+  private record: StoredCredentials = {};
+  private verifier: string | undefined;
+  private redirect: string = IDLE_REDIRECT;
+  private onRedirect: RedirectHandler | undefined;
+  private lastState: string | undefined;
+
+  constructor(private readonly opts: StoredOAuthProviderOptions) {}
+
+  /** Read the stored record; drop it when it belongs to another pre-registered client. */
+  async load(): Promise<this> {
+    const rec = (await this.opts.store.get(this.opts.key)) ?? {};
+    const clientId = this.opts.config?.clientId;
+    // Credentials of another client (the config's clientId changed) must not be presented.
+    this.record = (rec.configClientId ?? undefined) === (clientId ?? undefined) ? rec : {};
+    return this;
+  }
+
+  /** The redirect URI the stored registration was made with, if any. */
+  get registeredRedirect(): string | undefined {
+    return this.record.redirectUri;
+  }
+
+  /** Whether `auth()` can get a token without a user: a refresh token is stored. */
+  get canRefresh(): boolean {
+    return typeof this.record.tokens?.refresh_token === 'string';
+  }
+
+  /** Use `url` as the redirect URI and `handler` for the browser step, until {@link endInteractive}. */
+  beginInteractive(url: string, handler: RedirectHandler): void {
+    this.redirect = url;
+    this.onRedirect = handler;
+  }
+
+  endInteractive(): void {
+    this.redirect = this.record.redirectUri ?? IDLE_REDIRECT;
+    this.onRedirect = undefined;
+  }
+
+  /** Forget a dynamic registration (its redirect URI can no longer be served). Pre-registered clients stay. */
+  async dropRegistration(): Promise<void> {
+    if (this.opts.config?.clientId) return;
+    await this.write((r) => ({ ...r, clientInformation: undefined, redirectUri: undefined }));
+  }
+
+  get redirectUrl(): string {
+    return this.redirect;
+  }
+
+  get clientMetadataUrl(): string | undefined {
+    return this.opts.config?.clientId ? undefined : this.opts.clientMetadataUrl;
+  }
+
+  get clientMetadata(): OAuthClientMetadata {
+    const cfg = this.opts.config;
+    const scope = scopeString(cfg?.scopes);
+    return {
+      client_name: this.opts.clientName,
+      redirect_uris: [this.redirect],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: cfg?.tokenEndpointAuthMethod ?? (cfg?.clientSecret ? 'client_secret_basic' : 'none'),
+      ...(scope ? { scope } : {}),
+    };
+  }
+
+  state(): string {
+    this.lastState = randomBytes(16).toString('base64url');
+    return this.lastState;
+  }
+
+  clientInformation(): OAuthClientInformationMixed | undefined {
+    const cfg = this.opts.config;
+    if (cfg?.clientId) {
+      const stored = this.record.clientInformation;
+      return {
+        client_id: cfg.clientId,
+        ...(cfg.clientSecret !== undefined ? { client_secret: cfg.clientSecret } : {}),
+        ...(cfg.tokenEndpointAuthMethod ? { token_endpoint_auth_method: cfg.tokenEndpointAuthMethod } : {}),
+        // Bound to the authorization server it was first used with (the SDK stamps it).
+        ...(stored?.client_id === cfg.clientId && stored.issuer ? { issuer: stored.issuer } : {}),
+      } as OAuthClientInformationMixed;
+    }
+    return this.record.clientInformation;
+  }
+
+  async saveClientInformation(info: OAuthClientInformationMixed): Promise<void> {
+    const cfg = this.opts.config;
+    // A pre-registered secret stays in the config, never in the store.
+    const stored = cfg?.clientId ? ({ client_id: info.client_id, ...(info.issuer ? { issuer: info.issuer } : {}) } as OAuthClientInformationMixed) : info;
+    await this.write((r) => ({ ...r, clientInformation: stored, ...(cfg?.clientId ? {} : { redirectUri: this.redirect }) }));
+  }
+
+  tokens(): OAuthTokens | undefined {
+    return this.record.tokens;
+  }
+
+  async saveTokens(tokens: OAuthTokens): Promise<void> {
+    await this.write((r) => ({ ...r, tokens, tokensSavedAt: Date.now() }));
+  }
+
+  async redirectToAuthorization(authorizationUrl: URL): Promise<void> {
+    // Without an interactive flow there is nobody to send the user to: the caller reports needs_auth.
+    await this.onRedirect?.(authorizationUrl, this.lastState ?? authorizationUrl.searchParams.get('state') ?? undefined);
+  }
+
+  saveCodeVerifier(codeVerifier: string): void {
+    this.verifier = codeVerifier;
+  }
+
+  codeVerifier(): string {
+    if (!this.verifier) throw new Error('no PKCE code verifier: the authorization was started by another process; start it again');
+    return this.verifier;
+  }
+
+  async invalidateCredentials(scope: 'all' | 'client' | 'tokens' | 'verifier' | 'discovery'): Promise<void> {
+    if (scope === 'verifier') {
+      this.verifier = undefined;
+      return;
+    }
+    await this.write((r) => {
+      const next = { ...r };
+      if (scope === 'all' || scope === 'tokens') {
+        delete next.tokens;
+        delete next.tokensSavedAt;
+      }
+      if (scope === 'all' || scope === 'client') {
+        delete next.clientInformation;
+        delete next.redirectUri;
+      }
+      if (scope === 'all' || scope === 'discovery') delete next.discovery;
+      return next;
+    });
+  }
+
+  async saveDiscoveryState(state: OAuthDiscoveryState): Promise<void> {
+    await this.write((r) => ({ ...r, discovery: state }));
+  }
+
+  discoveryState(): OAuthDiscoveryState | undefined {
+    return this.record.discovery;
+  }
+
+  private async write(change: (r: StoredCredentials) => StoredCredentials): Promise<void> {
+    const clientId = this.opts.config?.clientId;
+    this.record = change(this.record);
+    const snapshot = { ...this.record, ...(clientId ? { configClientId: clientId } : {}) };
+    await this.opts.store.update(this.opts.key, () => snapshot);
+  }
+}
+
+/**
+ * A machine-to-machine provider (client credentials, with a client secret or
+ * a private-key JWT) from the config, or `undefined` when the config asks for
+ * the authorization-code flow. Its tokens live in memory: getting a new one
+ * needs no user.
+ */
+export function clientCredentialsProvider(config: ServerOAuthConfig | undefined, clientName: string): OAuthClientProvider | undefined {
+  if (config?.grantType !== 'client_credentials' || !config.clientId) return undefined;
+  const scope = scopeString(config.scopes);
+  if (config.tokenEndpointAuthMethod === 'private_key_jwt' || config.privateKey) {
+    return new PrivateKeyJwtProvider({
+      clientId: config.clientId,
+      privateKey: config.privateKey ?? '',
+      algorithm: config.signingAlgorithm ?? 'RS256',
+      clientName,
+      ...(scope ? { scope } : {}),
+    });
+  }
+  return new ClientCredentialsProvider({ clientId: config.clientId, clientSecret: config.clientSecret ?? '', clientName, ...(scope ? { scope } : {}) });
+}

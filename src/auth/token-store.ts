@@ -1,0 +1,171 @@
+/**
+ * Where OAuth credentials live between runs: one record per MCP server URL
+ * (client registration, tokens, the loopback redirect URI they were
+ * registered with, cached discovery). The default store is one JSON file,
+ * mode 0600 in a 0700 directory, rewritten atomically under a cross-process
+ * lock, so `mcp-reconciler auth` in one terminal and a running `watch` in
+ * another never lose each other's writes. Nothing here is ever logged.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join } from 'node:path';
+import type { OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { withFileLock } from '../approvals/lock.js';
+import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
+
+/** What is stored for one server URL. Every field is optional: a flow fills them in as it goes. */
+export interface StoredCredentials {
+  /** The registration (dynamic, CIMD or pre-registered and bound to an issuer). */
+  clientInformation?: OAuthClientInformationMixed;
+  /** The tokens as the SDK handed them over (`issuer` included). */
+  tokens?: OAuthTokens;
+  /** Epoch ms when `tokens` were saved; with `expires_in` it tells when they expire. */
+  tokensSavedAt?: number;
+  /** The loopback redirect URI the client was registered with; reused so the registration stays valid. */
+  redirectUri?: string;
+  /** The pre-registered `clientId` of the config these credentials belong to (absent for dynamic registration). */
+  configClientId?: string;
+  /** Cached discovery, so a refresh needs no discovery round trips. */
+  discovery?: OAuthDiscoveryState;
+}
+
+/**
+ * A store of OAuth credentials keyed by server URL. Pass your own to
+ * `createMcpController({ oauth: { tokenStore } })` to keep tokens in a
+ * keychain; implementations must never log what they hold.
+ */
+export interface TokenStore {
+  /** The file behind the store, when there is one (watched for changes made by other processes). */
+  readonly path?: string;
+  get(key: string): Promise<StoredCredentials | undefined>;
+  /** Replace the record of `key` with `update(current)`; `undefined` deletes it. */
+  update(key: string, update: (current: StoredCredentials | undefined) => StoredCredentials | undefined): Promise<void>;
+  /** Every key that has a record (for `logout --all` and status). */
+  keys(): Promise<string[]>;
+}
+
+/**
+ * `$MCP_RECONCILER_OAUTH_STORE` when set, else
+ * `$XDG_CONFIG_HOME/mcp-reconciler/oauth.json`, or `~/.config/…` when that is
+ * unset or relative. The CLI and a running watch find the same file this way.
+ */
+export function defaultTokenStorePath(env: NodeJS.ProcessEnv = process.env): string {
+  const own = env.MCP_RECONCILER_OAUTH_STORE;
+  if (own && isAbsolute(own)) return own;
+  const xdg = env.XDG_CONFIG_HOME;
+  const base = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.config');
+  return join(base, 'mcp-reconciler', 'oauth.json');
+}
+
+/**
+ * The key credentials are stored under: the server URL without query,
+ * fragment or credentials, so `?session=…` in a config does not fork them.
+ */
+export function credentialKey(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return url;
+  }
+}
+
+interface StoreFile {
+  version: 1;
+  servers: Record<string, StoredCredentials>;
+}
+
+function emptyFile(): StoreFile {
+  return { version: 1, servers: {} };
+}
+
+/** The JSON file store (the default). */
+export class FileTokenStore implements TokenStore {
+  constructor(readonly path: string) {}
+
+  async get(key: string): Promise<StoredCredentials | undefined> {
+    const file = await this.read();
+    return Object.hasOwn(file.servers, key) ? file.servers[key] : undefined;
+  }
+
+  async keys(): Promise<string[]> {
+    return Object.keys((await this.read()).servers);
+  }
+
+  async update(key: string, update: (current: StoredCredentials | undefined) => StoredCredentials | undefined): Promise<void> {
+    await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
+    await withFileLock(`${this.path}.lock`, async () => {
+      const file = await this.read();
+      const next = update(Object.hasOwn(file.servers, key) ? file.servers[key] : undefined);
+      if (next === undefined) delete file.servers[key];
+      else file.servers[key] = next;
+      await this.write(file);
+    });
+  }
+
+  private async read(): Promise<StoreFile> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return emptyFile();
+      throw this.error(`could not be read: ${describeError(err)}`, err);
+    }
+    try {
+      const doc = JSON.parse(text) as Partial<StoreFile>;
+      if (doc && typeof doc === 'object' && doc.servers && typeof doc.servers === 'object') return { version: 1, servers: { ...doc.servers } };
+    } catch (err) {
+      throw this.error('is not valid JSON', err);
+    }
+    throw this.error('does not look like an mcp-reconciler token store');
+  }
+
+  private async write(file: StoreFile): Promise<void> {
+    const tmp = `${this.path}.${randomBytes(6).toString('hex')}.tmp`;
+    const fh = await open(tmp, 'wx', 0o600);
+    try {
+      await fh.writeFile(`${JSON.stringify(file, null, 2)}\n`);
+      await fh.chmod(0o600); // never wider than the owner, whatever the umask
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    try {
+      await rename(tmp, this.path);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
+  private error(what: string, cause?: unknown): McpReconcilerError {
+    return new McpReconcilerError(ErrorCode.ConfigInvalid, `the OAuth token store ${this.path} ${what}`, {
+      hint: `move it aside (tokens are lost; run \`mcp-reconciler auth SERVER\` again) or pass another file with --token-store`,
+      details: { file: this.path },
+      ...(cause !== undefined ? { cause } : {}),
+    });
+  }
+}
+
+/** A store that lives as long as the process: for tests and hosts that keep tokens elsewhere. */
+export class MemoryTokenStore implements TokenStore {
+  private readonly records = new Map<string, StoredCredentials>();
+
+  async get(key: string): Promise<StoredCredentials | undefined> {
+    const rec = this.records.get(key);
+    return rec ? structuredClone(rec) : undefined;
+  }
+
+  async keys(): Promise<string[]> {
+    return [...this.records.keys()];
+  }
+
+  async update(key: string, update: (current: StoredCredentials | undefined) => StoredCredentials | undefined): Promise<void> {
+    const current = this.records.get(key);
+    const next = update(current ? structuredClone(current) : undefined);
+    if (next === undefined) this.records.delete(key);
+    else this.records.set(key, structuredClone(next));
+  }
+}

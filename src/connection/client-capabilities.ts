@@ -1,0 +1,133 @@
+/**
+ * What the client offers servers (issue 11): elicitation, sampling and
+ * roots. A capability is declared only when the host can back it —
+ * elicitation needs `onElicitation`, sampling needs `onSampling` — so a
+ * server never sends a request nobody answers. Roots default to the
+ * workspace folder.
+ */
+import { pathToFileURL } from 'node:url';
+import { basename } from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ErrorCode,
+  ListRootsRequestSchema,
+  McpError,
+  type ClientCapabilities,
+  type CreateMessageRequest,
+  type CreateMessageResult,
+  type ElicitRequest,
+  type ElicitResult,
+  type Root,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/** An elicitation as the host sees it: form mode (`requestedSchema`) or URL mode (`url`). */
+export type ElicitationRequest = ElicitRequest['params'];
+
+/** The host's answer. `content` only with `accept` in form mode. */
+export interface ElicitationAnswer {
+  action: 'accept' | 'decline' | 'cancel';
+  content?: Record<string, unknown>;
+}
+
+/**
+ * Answers `elicitation/create` for `server`. For a form, return the fields
+ * the user filled in: omitted fields get the schema's defaults (SEP-1034)
+ * and the result is checked against the schema before it is sent. For a
+ * URL, open it (or show it) and return `accept` once the user agreed.
+ */
+export type ElicitationHandler = (server: string, request: ElicitationRequest, options: { signal: AbortSignal }) => ElicitationAnswer | Promise<ElicitationAnswer>;
+
+/** Answers `sampling/createMessage` for `server` with the host's model. */
+export type SamplingHandler = (
+  server: string,
+  request: CreateMessageRequest['params'],
+  options: { signal: AbortSignal },
+) => CreateMessageResult | Promise<CreateMessageResult>;
+
+/** Host features the client declares to every server. */
+export interface ClientFeatures {
+  onElicitation?: ElicitationHandler;
+  /** Elicitation modes offered when `onElicitation` is set. Default both. */
+  elicitationModes?: readonly ('form' | 'url')[];
+  onSampling?: SamplingHandler;
+  /** Current roots, read on every `roots/list`; `undefined` declares no roots capability. */
+  roots?: () => readonly Root[];
+}
+
+/** The workspace folder as the one root. */
+export function workspaceRoots(root: string): Root[] {
+  return [{ uri: pathToFileURL(root).href, name: basename(root) || root }];
+}
+
+/** The capabilities to declare for `features`. */
+export function clientCapabilities(features: ClientFeatures | undefined): ClientCapabilities {
+  const caps: ClientCapabilities = {};
+  if (features?.onElicitation) {
+    const modes = features.elicitationModes ?? ['form', 'url'];
+    caps.elicitation = {
+      ...(modes.includes('form') ? { form: { applyDefaults: true } } : {}),
+      ...(modes.includes('url') ? { url: {} } : {}),
+    };
+  }
+  if (features?.onSampling) caps.sampling = {};
+  if (features?.roots) caps.roots = { listChanged: true };
+  return caps;
+}
+
+const validator = new AjvJsonSchemaValidator();
+
+/** SEP-1034: a field the user left out takes the schema's default. */
+export function applyElicitationDefaults(schema: ElicitationFormSchema, content: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...content };
+  for (const [key, prop] of Object.entries(schema.properties ?? {})) {
+    if (out[key] === undefined && prop && typeof prop === 'object' && 'default' in prop && prop.default !== undefined) out[key] = prop.default;
+  }
+  return out;
+}
+
+type ElicitationFormSchema = Extract<ElicitationRequest, { requestedSchema: unknown }>['requestedSchema'];
+
+/** Violations of `schema` by `content`, as `field: message` lines; [] when it fits. */
+export function elicitationViolations(schema: ElicitationFormSchema, content: Record<string, unknown>): string[] {
+  const check = validator.getValidator(schema as unknown as JsonSchemaType);
+  const result = check(content);
+  if (result.valid) return [];
+  return [result.errorMessage ?? 'the answer does not match the requested schema'];
+}
+
+/**
+ * Install the handlers for `features` on `client` (before it connects). The
+ * server name is passed to every host callback.
+ */
+export function installClientHandlers(client: Client, server: string, features: ClientFeatures | undefined): void {
+  if (features?.onElicitation) {
+    const onElicitation = features.onElicitation;
+    client.setRequestHandler(ElicitRequestSchema, async (request, extra): Promise<ElicitResult> => {
+      const params = request.params;
+      const answer = await onElicitation(server, params, { signal: extra.signal });
+      if (!answer || !['accept', 'decline', 'cancel'].includes(answer.action)) {
+        throw new McpError(ErrorCode.InternalError, 'the host answered the elicitation with no valid action');
+      }
+      if (answer.action !== 'accept') return { action: answer.action };
+      if (params.mode === 'url') return { action: 'accept' };
+      const schema = (params as { requestedSchema: ElicitationFormSchema }).requestedSchema;
+      const content = applyElicitationDefaults(schema, answer.content ?? {});
+      const violations = elicitationViolations(schema, content);
+      // An answer that breaks the requested schema is not sent: the server asked for exactly this shape.
+      if (violations.length > 0) throw new McpError(ErrorCode.InvalidParams, `the answer does not match the requested schema: ${violations.join('; ')}`);
+      return { action: 'accept', content: content as ElicitResult['content'] };
+    });
+  }
+  if (features?.onSampling) {
+    const onSampling = features.onSampling;
+    client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => onSampling(server, request.params, { signal: extra.signal }));
+  }
+  if (features?.roots) {
+    const roots = features.roots;
+    client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [...roots()] }));
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * OAuth through the public API against a loopback authorization server
+ * (test/fixtures/oauth-fixture.ts): the authorization-code flow with PKCE
+ * and dynamic registration, the `needs_auth` → AUTHENTICATED path, refresh
+ * and revocation, and the file token store. The browser step is a plain
+ * fetch of the authorization URL and of its redirect.
+ */
+import { mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createMcpController, FileTokenStore, MemoryApprovalStore, MemoryTokenStore, type McpController, type ServerStatus } from '../../src/index.js';
+import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
+import { redactServerConfig } from '../../src/config/redact.js';
+
+/** What a browser does: open the URL, follow the redirect to the loopback receiver. */
+async function browser(_server: string, url: URL): Promise<void> {
+  const authorize = await fetch(url, { redirect: 'manual' });
+  const location = authorize.headers.get('location');
+  if (!location) throw new Error(`no redirect from ${url.href} (${authorize.status})`);
+  await (await fetch(location)).text();
+}
+
+function stateOf(c: McpController, name = 'remote'): ServerStatus | undefined {
+  return c.status().find((s) => s.name === name);
+}
+
+/** Resolves once `name` reaches `state` (event-driven, no polling clock). */
+function reach(c: McpController, state: string, name = 'remote'): Promise<void> {
+  return new Promise((resolve) => {
+    if (stateOf(c, name)?.state === state) return resolve();
+    const off = c.on('server-state', (e) => {
+      if (e.name === name && e.state === state) {
+        off();
+        resolve();
+      }
+    });
+  });
+}
+
+describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
+  let fixture: OAuthFixture;
+  let dir: string;
+  const controllers: McpController[] = [];
+
+  beforeEach(async () => {
+    fixture = await startOAuthFixture();
+    dir = mkdtempSync(join(tmpdir(), 'mcp-oauth-'));
+  });
+  afterEach(async () => {
+    await Promise.all(controllers.splice(0).map((c) => c.dispose()));
+    await fixture.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function controller(opts: Parameters<typeof createMcpController>[0] extends infer O ? Partial<O> : never = {}): McpController {
+    const c = createMcpController({
+      cwd: dir,
+      sources: [],
+      watch: false,
+      approvals: new MemoryApprovalStore(),
+      processStateFile: false,
+      backoff: { attempts: 1 },
+      ...opts,
+    });
+    controllers.push(c);
+    return c;
+  }
+
+  it('signs in during the connect when the host hook drives the browser, and stores tokens in a 0600 file', async () => {
+    const storePath = join(dir, 'state', 'oauth.json');
+    const urls: string[] = [];
+    const c = controller({
+      oauth: { tokenStore: storePath },
+      onAuthorizationUrl: async (server, url) => {
+        urls.push(url.href);
+        await browser(server, url);
+      },
+    });
+    await c.addRuntimeServer('remote', { type: 'http', url: fixture.url });
+    await c.start();
+    expect(stateOf(c)?.state).toBe('connected');
+    expect(urls).toHaveLength(1);
+    const auth = new URL(urls[0]!);
+    expect(auth.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(auth.searchParams.get('redirect_uri')).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+    expect(fixture.counts).toMatchObject({ register: 1, authorization_code: 1 });
+    const result = await c.callTool('mcp__remote__echo', { text: 'hi' });
+    expect(result.isError).toBeFalsy();
+    expect(statSync(storePath).mode & 0o777).toBe(0o600);
+    const stored = JSON.parse(readFileSync(storePath, 'utf8')) as { servers: Record<string, { tokens?: { access_token?: string } }> };
+    expect(stored.servers[fixture.url]?.tokens?.access_token).toBeTruthy();
+  });
+
+  it('rests in needs_auth without a hook, says which command fixes it, and leaves it with authenticate()', async () => {
+    const c = controller({ oauth: { tokenStore: new MemoryTokenStore() } });
+    await c.addRuntimeServer('remote', { type: 'http', url: fixture.url });
+    await c.start();
+    expect(stateOf(c)?.state).toBe('needs_auth');
+    expect(fixture.counts.register).toBe(0); // nobody to sign in: nothing was started
+    expect(c.toolUnavailableMessage('mcp__remote__echo')).toContain('mcp-reconciler auth remote');
+    const connected = reach(c, 'connected');
+    const generation = stateOf(c)!.generation;
+    await c.authenticate('remote', { onAuthorizationUrl: browser });
+    await connected;
+    expect(stateOf(c)!.generation).toBe(generation + 1);
+    expect((await c.callTool('mcp__remote__echo', { text: 'x' })).isError).toBeFalsy();
+  });
+
+  it('refreshes an expired access token without a user, and needs a new sign-in once everything is revoked', async () => {
+    const store = new MemoryTokenStore();
+    const first = controller({ oauth: { tokenStore: store }, onAuthorizationUrl: browser });
+    await first.addRuntimeServer('remote', { type: 'http', url: fixture.url });
+    await first.start();
+    expect(stateOf(first)?.state).toBe('connected');
+    await first.dispose();
+
+    // A later run: no hook, the access token is dead, the refresh token works.
+    fixture.expireAccessTokens();
+    const second = controller({ oauth: { tokenStore: store } });
+    await second.addRuntimeServer('remote', { type: 'http', url: fixture.url });
+    await second.start();
+    expect(stateOf(second)?.state).toBe('connected');
+    expect(fixture.counts.refresh_token).toBe(1);
+    expect(fixture.counts.authorization_code).toBe(1);
+    await second.dispose();
+
+    // Revoked: the refresh fails, so the server waits for a sign-in.
+    fixture.revokeAll();
+    const third = controller({ oauth: { tokenStore: store } });
+    await third.addRuntimeServer('remote', { type: 'http', url: fixture.url });
+    await third.start();
+    expect(stateOf(third)?.state).toBe('needs_auth');
+    expect(fixture.counts.refresh_token).toBe(2);
+    const connected = reach(third, 'connected');
+    await third.authenticate('remote', { onAuthorizationUrl: browser });
+    await connected;
+    expect(fixture.counts.authorization_code).toBe(2);
+  });
+
+  it('logout forgets the stored credentials', async () => {
+    const store = new MemoryTokenStore();
+    const c = controller({ oauth: { tokenStore: store }, onAuthorizationUrl: browser });
+    await c.addRuntimeServer('remote', { type: 'http', url: fixture.url });
+    await c.start();
+    expect(await store.keys()).toEqual([fixture.url]);
+    expect(await c.logout('remote')).toBe(true);
+    expect(await store.keys()).toEqual([]);
+    expect(await c.logout('remote')).toBe(false);
+  });
+
+  it('keeps a pre-registered client secret out of printed config and the token store', async () => {
+    const config = { type: 'http' as const, url: fixture.url, oauth: { clientId: 'pre', clientSecret: 's3cr3t-value', privateKey: '-----BEGIN PRIVATE KEY-----x' } };
+    const shown = JSON.stringify(redactServerConfig(config));
+    expect(shown).toContain('"clientId":"pre"');
+    expect(shown).not.toContain('s3cr3t-value');
+    expect(shown).not.toContain('BEGIN PRIVATE KEY');
+    const store = new FileTokenStore(join(dir, 'oauth.json'));
+    await store.update('k', () => ({ clientInformation: { client_id: 'pre' }, configClientId: 'pre' }));
+    expect(readFileSync(store.path, 'utf8')).not.toContain('s3cr3t-value');
+  });
+});
