@@ -1,0 +1,183 @@
+/**
+ * The listing cache (issue 13): the tools and prompts a server listed last
+ * time, so the next start can register them before the server answers — or,
+ * for a lazy server, without starting it at all.
+ *
+ * One JSON file per (workspace root, fingerprint), mode 0600 in a 0700
+ * directory, written atomically (temp file + rename). Keyed by the
+ * fingerprint because that is what decides which program runs; the root is
+ * in the key too because a relative `command` or `cwd` means another program
+ * in another workspace. Everything is also kept in memory, so with the disk
+ * turned off (`dir: false`) a lazy or idle-stopped server still keeps its
+ * listing for the controller's life. An unreadable or malformed file counts
+ * as no entry: the cache only ever saves time, it is never needed.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import deepEqual from 'fast-deep-equal';
+import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
+
+/** A server's listing as it was last seen. */
+export interface CachedListing {
+  /** Raw tools as the server listed them (filters are applied when registering). */
+  tools: Tool[];
+  prompts: Prompt[];
+}
+
+interface CacheFile extends CachedListing {
+  version: 1;
+  server: string;
+  fingerprint: string;
+  /** When the listing was taken (ISO time). */
+  at: string;
+}
+
+/**
+ * The default cache directory: `$XDG_CACHE_HOME/mcp-reconciler/listings`, or
+ * `~/.cache/mcp-reconciler/listings` when that is unset or relative.
+ */
+export function defaultListingCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env.XDG_CACHE_HOME;
+  const base = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.cache');
+  return join(base, 'mcp-reconciler', 'listings');
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** A listing read from disk, or `undefined` when it is not one we wrote (wrong shape, other key). */
+function parseFile(text: string, fingerprint: string): CachedListing | undefined {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isObject(doc) || doc.version !== 1 || doc.fingerprint !== fingerprint) return undefined;
+  const { tools, prompts } = doc;
+  if (!Array.isArray(tools) || !Array.isArray(prompts)) return undefined;
+  if (!tools.every((t) => isObject(t) && typeof t.name === 'string' && isObject(t.inputSchema))) return undefined;
+  if (!prompts.every((p) => isObject(p) && typeof p.name === 'string')) return undefined;
+  return { tools: tools as Tool[], prompts: prompts as Prompt[] };
+}
+
+/** Options of a {@link ListingCache}. */
+export interface ListingCacheOptions {
+  /** Directory of the cache files; `false` keeps listings in memory only. */
+  dir: string | false;
+  /** The canonical workspace root, part of every key. */
+  root: string;
+  /** Told about a file that could not be written (the cache goes on in memory). */
+  onError?: (error: unknown) => void;
+}
+
+/**
+ * Tools and prompts by fingerprint, in memory and on disk. {@link prepare}
+ * reads the entries a desired map needs (once each); {@link get} and
+ * {@link has} are synchronous after that; {@link store} updates memory at
+ * once and the file in the background ({@link flush} waits for it).
+ */
+export class ListingCache {
+  private readonly memory = new Map<string, CachedListing>();
+  /** Fingerprints already looked up on disk (found or not). */
+  private readonly read = new Set<string>();
+  private readonly writing = new Map<string, Promise<void>>();
+  /** The latest listing waiting to be written after the write in progress. */
+  private readonly queued = new Map<string, { server: string; listing: CachedListing }>();
+
+  constructor(private readonly options: ListingCacheOptions) {}
+
+  /** The file holding `fingerprint`'s listing, or `undefined` when the disk is off. */
+  fileOf(fingerprint: string): string | undefined {
+    if (this.options.dir === false) return undefined;
+    const key = createHash('sha256').update(`${this.options.root}\0${fingerprint}`).digest('hex').slice(0, 32);
+    return join(this.options.dir, `${key}.json`);
+  }
+
+  /** Read the entries of these fingerprints from disk (each at most once; errors count as absent). */
+  async prepare(fingerprints: Iterable<string>): Promise<void> {
+    const todo = [...new Set(fingerprints)].filter((fp) => !this.read.has(fp) && !this.memory.has(fp));
+    await Promise.all(
+      todo.map(async (fp) => {
+        this.read.add(fp);
+        const file = this.fileOf(fp);
+        if (!file) return;
+        const text = await readFile(file, 'utf8').catch(() => undefined);
+        const listing = text === undefined ? undefined : parseFile(text, fp);
+        // A store() that landed while we read is newer than the file.
+        if (listing && !this.memory.has(fp)) this.memory.set(fp, listing);
+      }),
+    );
+  }
+
+  /** Whether a listing of `fingerprint` is known (after {@link prepare} or {@link store}). */
+  has(fingerprint: string): boolean {
+    return this.memory.has(fingerprint);
+  }
+
+  /** The cached listing of `fingerprint`. */
+  get(fingerprint: string): CachedListing | undefined {
+    return this.memory.get(fingerprint);
+  }
+
+  /**
+   * Remember a server's latest listing. Memory is updated now; the file is
+   * rewritten in the background unless it already holds this listing.
+   */
+  store(fingerprint: string, server: string, listing: CachedListing): void {
+    const copy: CachedListing = { tools: [...listing.tools], prompts: [...listing.prompts] };
+    const before = this.memory.get(fingerprint);
+    this.memory.set(fingerprint, copy);
+    if (before && deepEqual(before, copy)) return;
+    const file = this.fileOf(fingerprint);
+    if (!file) return;
+    if (this.writing.has(fingerprint)) {
+      // Coalesced: only the newest listing is written once the current write is done.
+      this.queued.set(fingerprint, { server, listing: copy });
+      return;
+    }
+    this.startWrite(fingerprint, file, server, copy);
+  }
+
+  /** Wait for every background write (controller disposal). */
+  async flush(): Promise<void> {
+    while (this.writing.size > 0) await Promise.allSettled([...this.writing.values()]);
+  }
+
+  private startWrite(fingerprint: string, file: string, server: string, listing: CachedListing): void {
+    const body: CacheFile = { version: 1, server, fingerprint, at: new Date().toISOString(), ...listing };
+    const p = writeAtomic(file, `${JSON.stringify(body)}\n`)
+      .catch((err: unknown) => this.options.onError?.(err))
+      .finally(() => {
+        this.writing.delete(fingerprint);
+        const next = this.queued.get(fingerprint);
+        if (next) {
+          this.queued.delete(fingerprint);
+          this.startWrite(fingerprint, file, next.server, next.listing);
+        }
+      });
+    this.writing.set(fingerprint, p);
+  }
+}
+
+/** Temp file next to `file` (0600, created exclusively), then rename over it. */
+async function writeAtomic(file: string, content: string): Promise<void> {
+  const dir = join(file, '..');
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    const fh = await open(tmp, 'wx', 0o600);
+    try {
+      await fh.writeFile(content, 'utf8');
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, file);
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
+  }
+}
