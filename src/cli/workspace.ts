@@ -16,10 +16,13 @@ export function isInlineConfig(value: string): boolean {
 export function cliSources(g: GlobalOptions, env: NodeJS.ProcessEnv): ConfigSource[] {
   let list = g.preset.sources({ root: g.root, home: g.home, env });
   if (g.userConfig !== undefined) {
-    list = [{ scope: 'user', path: g.userConfig, root: g.root }, ...list.filter((s) => s.scope !== 'user')];
+    // It stands in for the preset's user file, so it is read in the preset's format.
+    list = [{ scope: 'user', path: g.userConfig, root: g.root, ...(g.preset.format ? { format: g.preset.format } : {}) }, ...list.filter((s) => s.scope !== 'user')];
   }
+  // `--config` files are read as `--config-format` says, else as the preset's host reads its own files.
+  const format = g.format ?? g.preset.format;
   for (const file of g.configFiles) {
-    list.push({ scope: 'cli', path: isInlineConfig(file) ? 'inline' : file, root: g.root });
+    list.push({ scope: 'cli', path: isInlineConfig(file) ? 'inline' : file, root: g.root, ...(format !== undefined ? { format } : {}) });
   }
   return list;
 }
@@ -37,7 +40,7 @@ export async function loadWorkspace(g: GlobalOptions, io: CliIo): Promise<Loaded
   const inline = g.configFiles.filter(isInlineConfig);
   let nextInline = 0;
   const loaded = await Promise.all(
-    sources.map((s) => (s.path === 'inline' ? Promise.resolve(parseSourceText(inline[nextInline++]!, s, io.env)) : loadSource(s, io.env))),
+    sources.map((s) => (s.path === 'inline' ? Promise.resolve(parseSourceText(inline[nextInline++]!, s, io.env, { home: g.home })) : loadSource(s, io.env, { home: g.home }))),
   );
   return { sources, loaded, assembled: assemble(loaded) };
 }

@@ -1,16 +1,33 @@
-import { readFile } from 'node:fs/promises';
-import { dirname, isAbsolute, resolve } from 'node:path';
-import type { ServerConfig } from '../../machines/types.js';
+import { readFileSync, statSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { parseEnv } from 'node:util';
+import type { Scope, ServerConfig } from '../../machines/types.js';
 import { ErrorCode } from '../errors.js';
 import { expandServerConfig } from './expand.js';
-import { isSyntaxProblem, parseText, type ParsedText } from './parse.js';
+import { formatForPath, formats, isVscodeShaped, type ConfigFormat } from './formats.js';
+import { checkConfigSize, isSyntaxProblem, MAX_CONFIG_BYTES, parseText, type ParsedText } from './parse.js';
+import { getOwn, setOwn } from './own.js';
 import { checkExpandedEntry, validateServerEntry, type EntryProblem } from './schema.js';
-import { DEFAULT_SERVERS_KEYS, formatFieldPath, isYamlPath, type ConfigIssue, type ConfigSource } from './sources.js';
+import { formatFieldPath, isYamlPath, type ConfigIssue, type ConfigSource } from './sources.js';
 
 /** Gating settings as written in one file (SPEC §2.3); `allowed: []` is kept (deny all). */
 export interface SourceSettings {
   allowed?: string[];
   excluded?: string[];
+}
+
+/**
+ * One source's gating settings and the scope that wrote them. Gating is
+ * merged from these per scope, not by precedence, so that a less trusted
+ * scope can only narrow what a more trusted one set (SPEC §2.3; see
+ * `mergeGatingSettings`).
+ */
+export interface ScopedSettings {
+  scope: Scope;
+  /** The file the settings came from. */
+  source: string;
+  settings: SourceSettings;
 }
 
 /** One source file after parse, validation and expansion. */
@@ -24,6 +41,10 @@ export interface LoadedSource {
   issues: ConfigIssue[];
   /** The whole file is unparseable: callers keep their last good config for it. */
   fatal: boolean;
+  /** Inputs and host variables the file needs that nothing answered (their servers are skipped). */
+  pendingInputs?: PendingInput[];
+  /** Answers to `password` inputs that went into the servers: never print them. */
+  secrets?: string[];
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -63,35 +84,224 @@ function readSettings(root: Record<string, unknown>, doc: ParsedText, file: stri
   return settings;
 }
 
+/** A VS Code `inputs` declaration, or a host variable, as passed to `resolveInput`. */
+export interface InputSpec {
+  /** `promptString` / `pickString` (VS Code), or `hostVariable` for a variable the host sets (`CLAUDE_PLUGIN_ROOT`). */
+  type: string;
+  description?: string;
+  /** A secret: never echo or print the answer. */
+  password?: boolean;
+  default?: string;
+  options?: unknown[];
+  /** The file that asks for it. */
+  file: string;
+}
+
 /**
- * Parse one source's text (sync, no I/O): servers under the source's keys
- * (default `mcpServers` and `servers`) and the `mcp.allowed` / `mcp.excluded`
- * settings (nested or flat dotted key). Invalid entries, and entries with an
- * unset `${VAR}`, are dropped with an issue naming file, line, server and
- * field; the other entries still load. A syntax error makes the result
- * `fatal` with no servers. A relative `cwd` is resolved against the file's
- * directory. `${workspaceFolder}` is `source.root` when set.
+ * The host's answer to `${input:id}` (or to a host variable such as
+ * `CLAUDE_PLUGIN_ROOT`), or `undefined` when it has none. Called on every
+ * load of a file that needs it: hosts that prompt should remember answers.
  */
-export function parseSourceText(text: string, source: ConfigSource, env: NodeJS.ProcessEnv): LoadedSource {
+export type InputResolver = (id: string, spec: InputSpec) => string | undefined | Promise<string | undefined>;
+
+/** Options of {@link parseSourceText} and {@link loadSource}. */
+export interface LoadOptions {
+  /** Answers to inputs and host variables, by the name written in the braces: `input:api-key`, `CLAUDE_PLUGIN_ROOT`. */
+  answers?: Readonly<Record<string, string>>;
+  /** Asks the host for inputs the file needs (`loadSource` only). */
+  resolveInput?: InputResolver;
+  /** The user's home, for `${userHome}` and `~/`; default `env.HOME`. */
+  home?: string;
+}
+
+/** An input or host variable a file needs and nothing answered yet. */
+export interface PendingInput {
+  /** As written in the braces: `input:api-key`, `CLAUDE_PLUGIN_ROOT`. */
+  variable: string;
+  /** The id passed to `resolveInput`: `api-key`, `CLAUDE_PLUGIN_ROOT`. */
+  id: string;
+  spec: InputSpec;
+}
+
+/** `MCP_RECONCILER_INPUT_API_KEY` for the input `api-key`: where a CLI user can answer an input. */
+export function inputEnvName(id: string): string {
+  return `MCP_RECONCILER_INPUT_${id.replace(/[^A-Za-z0-9]/g, '_').toUpperCase()}`;
+}
+
+/** Unknown keys named in a file's warning, at most. */
+const MAX_NAMED_KEYS = 20;
+
+/** Env files (`envFile`) are config: the same size cap applies. */
+function readEnvFile(path: string): { env: Record<string, string> } | { error: string } {
+  try {
+    if (statSync(path).size > MAX_CONFIG_BYTES) return { error: `is over the ${MAX_CONFIG_BYTES / (1024 * 1024)} MB limit for a config file` };
+    const parsed = parseEnv(readFileSync(path, 'utf8'));
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(parsed)) if (typeof v === 'string') setOwn(env, k, v);
+    return { env };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return { error: code === 'ENOENT' ? 'does not exist' : `cannot be read: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
+/** A small text file for opencode's `{file:path}`, trimmed as opencode does; `undefined` when unreadable. */
+function readSmallFile(path: string): string | undefined {
+  try {
+    if (statSync(path).size > MAX_CONFIG_BYTES) return undefined;
+    return readFileSync(path, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** VS Code's `${config:key}`: the workspace's `.vscode/settings.json`, flat dotted key first, then nested. */
+function vscodeSetting(root: string | undefined): (key: string) => string | undefined {
+  let settings: Record<string, unknown> | undefined;
+  return (key) => {
+    if (root === undefined) return undefined;
+    if (settings === undefined) {
+      const path = join(root, '.vscode', 'settings.json');
+      const text = readSmallFile(path);
+      const parsed = text === undefined ? undefined : parseText(text, 'json');
+      settings = parsed && !isSyntaxProblem(parsed) && isPlainObject(parsed.value) ? parsed.value : {};
+    }
+    let v: unknown = Object.hasOwn(settings, key) ? settings[key] : undefined;
+    if (v === undefined) {
+      v = settings;
+      for (const part of key.split('.')) v = isPlainObject(v) && Object.hasOwn(v, part) ? v[part] : undefined;
+    }
+    return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
+  };
+}
+
+function declaredInputs(root: Record<string, unknown>, file: string): Map<string, InputSpec> {
+  const inputs = new Map<string, InputSpec>();
+  if (!Array.isArray(root.inputs)) return inputs;
+  for (const item of root.inputs) {
+    if (!isPlainObject(item) || typeof item.id !== 'string') continue;
+    inputs.set(item.id, {
+      type: typeof item.type === 'string' ? item.type : 'promptString',
+      ...(typeof item.description === 'string' ? { description: item.description } : {}),
+      ...(item.password === true ? { password: true } : {}),
+      ...(typeof item.default === 'string' ? { default: item.default } : {}),
+      ...(Array.isArray(item.options) ? { options: item.options } : {}),
+      file,
+    });
+  }
+  return inputs;
+}
+
+/** The format a source is read in: explicit, else judged from the path, else from the content, else `default`. */
+function formatOf(source: ConfigSource, root: Record<string, unknown>): ConfigFormat {
+  if (source.format !== undefined) return formats[source.format];
+  if (source.keys !== undefined) return formats.default;
+  const byPath = formatForPath(source.path);
+  if (byPath !== undefined) return formats[byPath];
+  return isVscodeShaped(root) ? formats.vscode : formats.default;
+}
+
+/**
+ * Parse one source's text (sync; only an entry's `envFile` and opencode's
+ * `{file:…}` are read from disk). The source's format (`source.format`,
+ * else judged from the path or, for `--config` files, from the content)
+ * decides which keys hold servers, how each host-shaped entry reads, and how
+ * variables expand (see `formats.ts`); `mcp.allowed` / `mcp.excluded` are
+ * read too. Invalid entries, and entries whose variables the host would
+ * refuse, are dropped with an issue naming file, line, server and field; the
+ * other entries still load. Keys the host does not know are named in one
+ * warning per file. A syntax error makes the result `fatal` with no servers.
+ * A relative `cwd` is resolved against the file's directory.
+ */
+export function parseSourceText(text: string, source: ConfigSource, env: NodeJS.ProcessEnv, options: LoadOptions = {}): LoadedSource {
+  try {
+    return parseSourceTextUnguarded(text, source, env, options);
+  } catch (err) {
+    // Last line of defence (the size and depth limits should make this unreachable):
+    // one bad file must become one issue, never take the other files' servers down.
+    return fatalResult(source, {
+      message: `cannot load the file: ${err instanceof Error ? err.message : String(err)}; fix or remove it (the other config files still load)`,
+    });
+  }
+}
+
+function unsetMessage(variable: string, format: ConfigFormat, inputs: Map<string, InputSpec>, root: string | undefined): string {
+  if (variable.startsWith('input:')) {
+    const id = variable.slice(6);
+    const spec = inputs.get(id);
+    if (spec === undefined) return `\${${variable}} is not declared in this file's "inputs", so ${format.host} cannot ask for it: declare it there; server skipped`;
+    const what = spec.description ? ` ("${spec.description}")` : '';
+    return `\${${variable}} is an input${what} that nothing answered, so the server is skipped: set ${inputEnvName(id)}, or run it from a host that answers inputs (the resolveInput option)`;
+  }
+  if (variable.startsWith('config:')) {
+    const where = root !== undefined ? join(root, '.vscode', 'settings.json') : '.vscode/settings.json';
+    return `\${${variable}} names a ${format.host} setting that is not set in ${where}: set "${variable.slice(7)}" there; server skipped`;
+  }
+  if (variable.startsWith('file:')) return `{${variable}} cannot be read: create the file or fix the path; server skipped`;
+  if (format.hostVariables?.includes(variable)) {
+    return `\${${variable}} is set by ${format.host} itself (for plugin servers), not by you: set ${variable} to the folder it means, or answer it from the host's resolveInput; server skipped`;
+  }
+  return `\${${variable}} is not set and has no default (set it, or write \${${variable}:-default}); server skipped`;
+}
+
+function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJS.ProcessEnv, options: LoadOptions): LoadedSource {
   const file = source.path;
-  const parsed = parseText(text, isYamlPath(file));
+  const byName = source.format !== undefined ? formats[source.format] : formats[formatForPath(file) ?? 'default'];
+  const parsed = parseText(text, byName.syntax ?? (isYamlPath(file) ? 'yaml' : 'json'));
   if (isSyntaxProblem(parsed)) return fatalResult(source, { ...parsed.position, message: parsed.message });
   if (parsed.value === undefined || parsed.value === null) return empty(source, true);
   if (!isPlainObject(parsed.value)) {
     return fatalResult(source, { line: 1, column: 1, message: 'expected an object at the top level' });
   }
   const root = parsed.value;
+  const format = formatOf(source, root);
   const issues: ConfigIssue[] = [];
   const servers: Record<string, ServerConfig> = {};
+  const pending = new Map<string, PendingInput>();
+  const secrets = new Set<string>();
+  // Server names are user data: `__proto__`, `constructor` and friends are names like any other.
   const seen = new Map<string, string>();
-  const builtins = source.root !== undefined ? { workspaceFolder: source.root } : undefined;
+  const home = options.home ?? (typeof env.HOME === 'string' ? env.HOME : undefined);
+  const inputs = declaredInputs(root, file);
+  const answers = options.answers ?? {};
+  const hostVariables = new Set(format.hostVariables ?? []);
+  const builtins: Record<string, string> = { ...format.builtins(source.root, home) };
+  for (const name of hostVariables) if (typeof env[name] !== 'string' && Object.hasOwn(answers, name)) builtins[name] = answers[name]!;
+  const configLookup = vscodeSetting(source.root);
+  const fileDir = dirname(file);
+  const expandContext = {
+    env,
+    builtins,
+    syntax: format.variables,
+    input(id: string): string | undefined {
+      const spec = inputs.get(id);
+      if (spec === undefined) return undefined;
+      const answer = Object.hasOwn(answers, `input:${id}`) ? answers[`input:${id}`] : getOwn(env, inputEnvName(id));
+      if (typeof answer !== 'string') return undefined;
+      if (spec.password) secrets.add(answer);
+      return answer;
+    },
+    config: configLookup,
+    file: (p: string) => readSmallFile(resolve(fileDir, p.startsWith('~/') && home !== undefined ? join(home, p.slice(2)) : p)),
+  };
+  const unknown: string[] = [];
 
-  const issueAt = (path: (string | number)[], server: string | undefined, p: EntryProblem, code: ErrorCode = ErrorCode.ConfigInvalid) => {
+  const issueAt = (path: (string | number)[], server: string | undefined, p: EntryProblem, code: ErrorCode = ErrorCode.ConfigInvalid, severity?: 'warning') => {
     const pos = parsed.locate([...path, ...p.path]);
-    issues.push({ file, line: pos?.line, column: pos?.column, server, field: formatFieldPath(p.path), message: p.message, code });
+    issues.push({ file, line: pos?.line, column: pos?.column, server, field: formatFieldPath(p.path), message: p.message, code, ...(severity ? { severity } : {}) });
   };
 
-  for (const key of source.keys ?? DEFAULT_SERVERS_KEYS) {
+  // `--config FILE` without a format reads `mcpServers`; `servers` is VS Code's key (SPEC §2.1).
+  const cliDefault = format === formats.default && source.format === undefined && source.keys === undefined && source.scope === 'cli';
+  const keys = source.keys ?? (cliDefault ? ['mcpServers'] : format.keys);
+  if (cliDefault && isPlainObject(root.servers)) {
+    issueAt(['servers'], undefined, {
+      path: [],
+      message: '`servers` is VS Code\'s key and this file is not VS Code-shaped (no "inputs"), so its servers are not loaded: rename it to `mcpServers`, or load the file with the vscode preset',
+    }, ErrorCode.ConfigInvalid, 'warning');
+  }
+
+  for (const key of keys) {
     const block = root[key];
     if (block === undefined || block === null) continue;
     if (!isPlainObject(block)) {
@@ -110,43 +320,108 @@ export function parseSourceText(text: string, source: ConfigSource, env: NodeJS.
         continue;
       }
       seen.set(name, key);
-      const validated = validateServerEntry(raw);
+      if (!isPlainObject(raw)) {
+        issueAt(at, name, { path: [], message: `must be an object, got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}` });
+        continue;
+      }
+      const normalized = format.normalize(raw, { env });
+      for (const k of normalized.unknown) unknown.push(`${name}.${k}`);
+      for (const p of normalized.problems) issueAt(at, name, p);
+      for (const p of normalized.notes) issueAt(at, name, p, ErrorCode.ConfigInvalid, 'warning');
+      if (normalized.entry === undefined) continue;
+      const { envFile, ...entry } = normalized.entry;
+      if (envFile !== undefined && (typeof envFile !== 'string' || envFile === '')) {
+        issueAt(at, name, { path: ['envFile'], message: 'must be the path of an env file' });
+        continue;
+      }
+      const validated = validateServerEntry(entry);
       if (!validated.ok) {
         for (const p of validated.problems) issueAt(at, name, p);
         continue;
       }
-      const expanded = expandServerConfig(validated.config, { env, builtins });
+      const expanded = expandServerConfig({ ...validated.config, ...(envFile !== undefined ? { envFile } : {}) }, expandContext);
       if (expanded.missing.length > 0) {
         for (const m of expanded.missing) {
-          issueAt(at, name, { path: m.path, message: `\${${m.variable}} is not set and has no default (set it, or write \${${m.variable}:-default}); server skipped` }, ErrorCode.ConfigUnsetVariable);
+          const id = m.variable.startsWith('input:') ? m.variable.slice(6) : m.variable;
+          const spec = m.variable.startsWith('input:') ? inputs.get(id) : hostVariables.has(m.variable) ? { type: 'hostVariable', file } : undefined;
+          if (spec !== undefined) pending.set(m.variable, { variable: m.variable, id, spec });
+          issueAt(at, name, { path: m.path, message: unsetMessage(m.variable, format, inputs, source.root) }, ErrorCode.ConfigUnsetVariable);
         }
         continue;
       }
       const config = expanded.config;
+      if (config.envFile !== undefined) {
+        // VS Code and Cursor load the file, then `env` wins over it. The path stays on the
+        // entry (absolute) so that `config` and approval prompts show where env came from.
+        const full = resolve(source.root ?? fileDir, config.envFile);
+        config.envFile = full;
+        const loaded = readEnvFile(full);
+        if ('error' in loaded) {
+          issueAt(at, name, { path: ['envFile'], message: `${full} ${loaded.error}, so ${format.host} cannot start this server: create it or fix the path; server skipped` });
+          continue;
+        }
+        const merged: Record<string, string> = { ...loaded.env };
+        for (const [k, v] of Object.entries(config.env ?? {})) setOwn(merged, k, v);
+        config.env = merged;
+      }
       const late = checkExpandedEntry(config);
       if (late.length > 0) {
         for (const p of late) issueAt(at, name, p);
         continue;
       }
       if (config.cwd !== undefined && !isAbsolute(config.cwd)) config.cwd = resolve(dirname(file), config.cwd);
-      servers[name] = config;
+      setOwn(servers, name, config);
     }
   }
-  return { source, exists: true, servers, settings: readSettings(root, parsed, file, issues), issues, fatal: false };
+  if (unknown.length > 0) {
+    // Bounded: a file with thousands of stray keys still gets one short line.
+    const shown = unknown.length > MAX_NAMED_KEYS ? `${unknown.slice(0, MAX_NAMED_KEYS).join(', ')} and ${unknown.length - MAX_NAMED_KEYS} more` : unknown.join(', ');
+    issues.push({
+      file,
+      message: `${format.host} does not know ${unknown.length === 1 ? 'this key' : 'these keys'}, so ${unknown.length === 1 ? 'it is' : 'they are'} ignored: ${shown}; remove or rename ${unknown.length === 1 ? 'it' : 'them'}`,
+      code: ErrorCode.ConfigInvalid,
+      severity: 'warning',
+    });
+  }
+  return {
+    source,
+    exists: true,
+    servers,
+    settings: readSettings(root, parsed, file, issues),
+    issues,
+    fatal: false,
+    ...(pending.size > 0 ? { pendingInputs: [...pending.values()] } : {}),
+    ...(secrets.size > 0 ? { secrets: [...secrets] } : {}),
+  };
 }
 
 /**
  * Read and parse one source. A missing file is `exists: false` with no
  * issue; an unreadable one is `fatal`. Never throws.
  */
-export async function loadSource(source: ConfigSource, env: NodeJS.ProcessEnv): Promise<LoadedSource> {
+export async function loadSource(source: ConfigSource, env: NodeJS.ProcessEnv, options: LoadOptions = {}): Promise<LoadedSource> {
   let text: string;
   try {
+    // Refuse an oversized file without reading it; parseText checks again what was read.
+    const tooBig = checkConfigSize((await stat(source.path)).size);
+    if (tooBig) return fatalResult(source, tooBig);
     text = await readFile(source.path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return empty(source, false);
     return fatalResult(source, { message: `cannot read the file: ${err instanceof Error ? err.message : String(err)}` });
   }
-  return parseSourceText(text, source, env);
+  const first = parseSourceText(text, source, env, options);
+  const resolveInput = options.resolveInput;
+  if (!first.pendingInputs || resolveInput === undefined) return first;
+  const answers: Record<string, string> = { ...options.answers };
+  for (const p of first.pendingInputs) {
+    try {
+      const answer = await resolveInput(p.id, p.spec);
+      if (typeof answer === 'string') answers[p.variable] = answer;
+    } catch {
+      // A hook that throws answers nothing: the server is reported as skipped.
+    }
+  }
+  return Object.keys(answers).length === Object.keys(options.answers ?? {}).length ? first : parseSourceText(text, source, env, { ...options, answers });
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ServerConfig, TransportType } from '../../machines/types.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
+import { setOwn } from './own.js';
 import { formatFieldPath } from './sources.js';
 
 /** One validation problem inside an entry; `path` is relative to the entry. */
@@ -11,6 +12,9 @@ export interface EntryProblem {
 
 /** Result of validating one raw server entry. */
 export type EntryResult = { ok: true; config: ServerConfig } | { ok: false; problems: EntryProblem[] };
+
+/** Largest accepted `timeout`, in milliseconds: 24 hours. */
+export const MAX_TIMEOUT_MS = 86_400_000;
 
 // Spellings other hosts use for streamable HTTP.
 const TYPE_ALIASES: Readonly<Record<string, TransportType>> = {
@@ -31,8 +35,30 @@ const typeSchema = z
 // Env and header values are strings, but a number or boolean written without
 // quotes (`PORT: 8080` in YAML) means the obvious thing.
 const scalar = z.union([z.string(), z.number(), z.boolean()]).transform(String);
-const stringMap = z.record(z.string(), scalar);
+// Built by hand rather than with z.record, which silently drops a `__proto__` key.
+const stringMap = z
+  .custom<Record<string, unknown>>(isPlainObject, { error: 'must be an object mapping names to values' })
+  .transform((rec, ctx) => {
+    const out: Record<string, string> = {};
+    for (const [key, value] of Object.entries(rec)) {
+      if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') setOwn(out, key, String(value));
+      else ctx.issues.push({ code: 'custom', input: value, path: [key], message: `must be a string, number or boolean, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}` });
+    }
+    return out;
+  });
 const nonEmpty = z.string().min(1, { error: 'must not be empty' });
+
+// OAuth client settings (issue 11); secrets come in through `${VAR}` expansion.
+const oauthSchema = z.object({
+  clientId: nonEmpty.optional(),
+  clientSecret: z.string().optional(),
+  scopes: z.union([z.array(z.string()), z.string()]).optional(),
+  tokenEndpointAuthMethod: z.enum(['client_secret_basic', 'client_secret_post', 'none', 'private_key_jwt']).optional(),
+  grantType: z.enum(['authorization_code', 'client_credentials']).optional(),
+  privateKey: z.string().optional(),
+  signingAlgorithm: nonEmpty.optional(),
+  callbackPort: z.number().int().min(1).max(65_535).optional(),
+});
 
 const entrySchema = z.object({
   type: typeSchema.optional(),
@@ -44,17 +70,47 @@ const entrySchema = z.object({
   // Gemini CLI writes streamable HTTP endpoints as `httpUrl`.
   httpUrl: nonEmpty.optional(),
   headers: stringMap.optional(),
-  timeout: z.number().positive({ error: 'must be a positive number of milliseconds' }).optional(),
+  // Node clamps a timer over 2^31-1 ms (about 24.8 days) to 1 ms, so a huge
+  // timeout would fire at once; a day is far beyond any real handshake.
+  timeout: z
+    .number()
+    .positive({ error: 'must be a positive number of milliseconds' })
+    .max(MAX_TIMEOUT_MS, { error: `must be at most ${MAX_TIMEOUT_MS} ms (24 hours); write the timeout in milliseconds` })
+    .optional(),
   disabled: z.boolean().optional(),
   includeTools: z.array(z.string()).optional(),
   excludeTools: z.array(z.string()).optional(),
   description: z.string().optional(),
   auth: z.record(z.string(), z.unknown()).optional(),
+  oauth: oauthSchema.optional(),
+  fallbackToSse: z.boolean().optional(),
+  autoApprove: z.array(z.string()).optional(),
+  trust: z.boolean().optional(),
+  // Issue 13: when the server starts, and when an idle one is stopped (outside both hashes).
+  startup: z.enum(['eager', 'lazy'], { error: 'must be "eager" or "lazy"' }).optional(),
+  idleTimeoutMs: z
+    .number()
+    .positive({ error: 'must be a positive number of milliseconds' })
+    .max(MAX_TIMEOUT_MS, { error: `must be at most ${MAX_TIMEOUT_MS} ms (24 hours)` })
+    .optional(),
 });
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
+
+/**
+ * The zod pieces the published JSON Schema is generated from
+ * (`json-schema.ts`), so the editor schema cannot drift from the validator.
+ * `typeSpellings` are the `type` values a file may use (`sdk` is code-only).
+ * @internal
+ */
+export const schemaParts = {
+  entry: entrySchema,
+  type: typeSchema,
+  stringMap,
+  typeSpellings: Object.keys(TYPE_ALIASES).filter((t) => t !== 'sdk'),
+} as const;
 
 /**
  * Validate one raw server entry (SPEC §2.2). Unknown keys are ignored,

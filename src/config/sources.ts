@@ -1,8 +1,13 @@
 import type { Scope } from '../../machines/types.js';
 import type { ErrorCode } from '../errors.js';
+import type { FormatName } from './formats.js';
 
-/** The top-level keys a source file may hold servers under (SPEC §2.1). */
-export type ServersKey = 'mcpServers' | 'servers';
+/**
+ * The top-level keys a source file may hold servers under: `mcpServers`,
+ * `servers` (VS Code, SPEC §2.1), and the keys of other hosts' files
+ * (`mcp_servers` Codex, `mcp` opencode, `context_servers` Zed).
+ */
+export type ServersKey = 'mcpServers' | 'servers' | 'mcp_servers' | 'mcp' | 'context_servers';
 
 /** Both keys, in the order they are read. */
 export const DEFAULT_SERVERS_KEYS: readonly ServersKey[] = ['mcpServers', 'servers'];
@@ -15,8 +20,13 @@ export interface ConfigSource {
   scope: Scope;
   /** Absolute path of the file. */
   path: string;
-  /** Keys read for servers; default both `mcpServers` and `servers`. */
+  /** Keys read for servers; default the format's (both `mcpServers` and `servers` for the default format). */
   keys?: ServersKey[];
+  /**
+   * Whose file this is: how its entries, variables and transports are read
+   * (see `formats.ts`). Default: judged from the path, else `default`.
+   */
+  format?: FormatName;
   /**
    * The workspace root, the value of the built-in `${workspaceFolder}`.
    * Presets fill it in; without it `${workspaceFolder}` is looked up in the env.
@@ -38,6 +48,8 @@ export interface ConfigIssue {
   message: string;
   /** `config_invalid` or `config_unset_variable`. */
   code?: ErrorCode;
+  /** `warning`: nothing was dropped because of it (an unknown key, a field that is not applied). */
+  severity?: 'warning';
 }
 
 /** `file:line:col: server "x" field "y": message`, for logs and the CLI. */

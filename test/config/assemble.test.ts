@@ -49,26 +49,31 @@ describe('assemble', () => {
     expect(r.desired.a).toEqual({ name: 'a', scope: 'project', source: project.path, config, fingerprint: fingerprint(config), hash: approvalHash(config) });
   });
 
-  it('settings: the highest-precedence source that sets a key wins for that key', () => {
+  it('settings: kept per source in precedence order, unmerged (the merge needs the folder’s trust)', () => {
     const r = assemble([
       loaded(ws1, {}, { excluded: ['w'] }),
       loaded(user, {}, { allowed: ['a', 'b'], excluded: ['u'] }),
+      loaded(cli, {}, {}),
       loaded(project, {}, { allowed: ['p'] }),
     ]);
-    expect(r.settings).toEqual({ allowed: ['p'], excluded: ['w'] });
+    expect(r.scopedSettings).toEqual([
+      { scope: 'user', source: user.path, settings: { allowed: ['a', 'b'], excluded: ['u'] } },
+      { scope: 'project', source: project.path, settings: { allowed: ['p'] } },
+      { scope: 'workspace', source: ws1.path, settings: { excluded: ['w'] } },
+    ]);
   });
 
-  it('settings: allowed: [] from a higher scope is kept (deny all), not treated as absent', () => {
+  it('settings: allowed: [] is kept (deny all), not treated as absent', () => {
     const r = assemble([loaded(user, {}, { allowed: ['a'] }), loaded(ws1, {}, { allowed: [] })]);
-    expect(r.settings.allowed).toEqual([]);
-    expect(assemble([loaded(user, {}, {})]).settings).toEqual({});
+    expect(r.scopedSettings.map((s) => s.settings.allowed)).toEqual([['a'], []]);
+    expect(assemble([loaded(user, {}, {})]).scopedSettings).toEqual([]);
   });
 
   it('a fatal source contributes its issues but no servers or settings', () => {
     const issue = { file: ws1.path, line: 2, column: 3, message: 'JSON syntax error' };
     const r = assemble([loaded(user, { a: { command: 'u' } }), loaded(ws1, { a: { command: 'never' } }, { allowed: [] }, { fatal: true, issues: [issue] })]);
     expect(r.desired.a?.config.command).toBe('u');
-    expect(r.settings).toEqual({});
+    expect(r.scopedSettings).toEqual([]);
     expect(r.issues).toEqual([issue]);
   });
 });

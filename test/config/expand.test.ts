@@ -68,3 +68,22 @@ describe('expandServerConfig', () => {
     ]);
   });
 });
+
+describe('expandString: host rules', () => {
+  const env = { SET: 'v' };
+  it.each([
+    // [style, input, expected]
+    ['gemini keeps unset, expands bare $VAR', { style: 'braces-and-bare', defaults: false, envPrefix: false, unset: 'keep', envUnset: 'keep', inputs: false }, '$SET-${SET}-${NOPE}-$NOPE', 'v-v-${NOPE}-$NOPE'],
+    ['vscode empties unset plain and env:', { style: 'braces', defaults: false, envPrefix: true, unset: 'empty', envUnset: 'empty', inputs: true }, '[${NOPE}][${env:NOPE}][${env:SET}]', '[][][v]'],
+    ['none leaves everything', { style: 'none', defaults: false, envPrefix: false, unset: 'error', envUnset: 'error', inputs: false }, '${SET} $SET', '${SET} $SET'],
+    ['opencode {env:} empties unset', { style: 'opencode', defaults: false, envPrefix: false, unset: 'error', envUnset: 'error', inputs: false }, '{env:SET}/{env:NOPE}/${SET}', 'v//${SET}'],
+  ] as const)('%s', (_name, syntax, input, expected) => {
+    expect(expandString(input, { env, syntax })).toEqual({ value: expected, missing: [] });
+  });
+
+  it('an input without an answer is missing even where unset variables are empty', () => {
+    const syntax = { style: 'braces', defaults: false, envPrefix: true, unset: 'empty', envUnset: 'empty', inputs: true } as const;
+    expect(expandString('${input:k}', { env, syntax }).missing).toEqual(['input:k']);
+    expect(expandString('${input:k}', { env, syntax, input: (id) => (id === 'k' ? 'answer' : undefined) }).value).toBe('answer');
+  });
+});

@@ -70,10 +70,14 @@ describe('parseSourceText: formats and keys', () => {
     expect(r.servers.gem).toEqual({ type: 'http', url: 'http://h/mcp' });
   });
 
-  it('ignores unknown keys in entries and at the top level', () => {
-    const r = parseSourceText('{"theme":"dark","mcpServers":{"a":{"command":"x","trust":true,"oauth":{}}}}', json(), {});
-    expect(r.issues).toEqual([]);
-    expect(r.servers.a).toEqual({ type: 'stdio', command: 'x' });
+  it('ignores unknown keys in entries (one warning per file naming them) and at the top level (silently)', () => {
+    const r = parseSourceText('{"theme":"dark","mcpServers":{"a":{"command":"x","trust":true,"oauth":{}},"b":{"command":"y","colour":1}}}', json(), {});
+    expect(r.servers.a).toEqual({ type: 'stdio', command: 'x', trust: true });
+    expect(r.servers.b).toEqual({ type: 'stdio', command: 'y' });
+    expect(r.issues).toHaveLength(1);
+    expect(r.issues[0]).toMatchObject({ file: '/ws/.mcp.json', severity: 'warning' });
+    expect(r.issues[0]!.server).toBeUndefined();
+    expect(r.issues[0]!.message).toContain('a.oauth, b.colour');
   });
 
   it('an empty or comment-only file is an empty config, not an error', () => {
