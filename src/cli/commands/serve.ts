@@ -1,0 +1,247 @@
+import { readFileSync } from 'node:fs';
+import { createMcpController } from '../../controller.js';
+import { describeReason, shellQuote } from '../../controller/messages.js';
+import { formatIssue } from '../../config/sources.js';
+import { ErrorCode, McpReconcilerError, describeError } from '../../errors.js';
+// Only the scope parser is loaded with the CLI; the SDK's server side loads when serve runs.
+import { parseServerList, type SessionScope } from '../../gateway/scope.js';
+import type { StdioGateway } from '../../gateway/stdio.js';
+import type { HttpGateway } from '../../gateway/http.js';
+import type { GatewayPool } from '../../gateway/pool.js';
+import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
+import { controllerOptionsFor } from '../controller-session.js';
+import { writeRaw } from '../output.js';
+
+/** Environment variable that fixes the HTTP access token (for client config files); random when unset. */
+export const GATEWAY_TOKEN_ENV = 'MCP_RECONCILER_GATEWAY_TOKEN';
+
+function usage(message: string, hint: string): McpReconcilerError {
+  return new McpReconcilerError(ErrorCode.Usage, message, { hint });
+}
+
+interface ServeArgs {
+  stdio: boolean;
+  http: boolean;
+  port: number;
+  scope: SessionScope;
+  callTimeoutMs: number | undefined;
+  token: string | undefined;
+  resumable: boolean;
+  lazy: boolean;
+  idleTimeoutMs: number | undefined;
+}
+
+function parseServeArgs(ctx: CliContext): ServeArgs {
+  const v = ctx.values;
+  if (ctx.positionals.length > 0) throw usage(`serve takes no arguments (got "${ctx.positionals.join(' ')}")`, 'e.g. mcp-reconciler serve --stdio');
+  const stdio = v.stdio === true;
+  const http = v.http === true;
+  if (!stdio && !http) {
+    throw usage('serve needs --stdio or --http', 'use --stdio when an MCP client starts the gateway, --http [--port N] to serve several clients');
+  }
+  let port = 0;
+  if (v.port !== undefined) {
+    if (!http) throw usage('--port applies to --http only', 'add --http, or drop --port');
+    const text = typeof v.port === 'string' ? v.port.trim() : '';
+    port = /^\d+$/.test(text) ? Number(text) : NaN;
+    if (!Number.isInteger(port) || port < 0 || port > 65_535) throw usage(`--port must be a port number from 0 to 65535, not ${JSON.stringify(String(v.port))}`, 'leave it out to get a free port');
+  }
+  let scope: SessionScope;
+  if (v.servers !== undefined) {
+    if (!stdio) throw usage('--servers scopes the stdio session', 'HTTP clients name their servers per session: add ?servers=a,b to the URL or send the X-MCP-Allowed-Servers header');
+    scope = parseServerList(typeof v.servers === 'string' ? v.servers : '', '--servers');
+  }
+  if (v.resumable === true && !http) throw usage('--resumable applies to --http only', 'add --http, or drop --resumable');
+  if (stdio && !ctx.io.stdin) throw usage('serve --stdio needs a standard input', 'run it as the command of an MCP client');
+  const token = http ? ctx.io.env[GATEWAY_TOKEN_ENV] || undefined : undefined;
+  return {
+    stdio,
+    http,
+    port,
+    scope,
+    callTimeoutMs: parseTimeoutMs(v, 'call-timeout'),
+    token,
+    resumable: v.resumable === true,
+    lazy: v.lazy === true,
+    idleTimeoutMs: parseTimeoutMs(v, 'idle-timeout'),
+  };
+}
+
+/**
+ * Whether a configured server looks like an `mcp-reconciler serve` itself:
+ * registering the gateway in a file it reads makes it start itself.
+ */
+function looksLikeGateway(config: { command?: string; args?: string[] }): boolean {
+  const words = [config.command ?? '', ...(config.args ?? [])];
+  // The program itself (`mcp-reconciler`, `node …/cli/main.js`, `npx -y mcp-reconciler`) followed by
+  // `serve`: a client that merely passes such a command line on (an inspector) does not count.
+  const at = words.slice(0, 3).findIndex((w) => /(^|[\\/])mcp-reconciler$|cli[\\/]main\.js$/.test(w));
+  return at >= 0 && words[at + 1] === 'serve';
+}
+
+/**
+ * Whether our parent process is an `mcp-reconciler serve` (Linux `/proc`;
+ * elsewhere false). A gateway that finds itself among its own servers would
+ * otherwise start itself again at every level.
+ */
+function startedByGateway(): boolean {
+  try {
+    const args = readFileSync(`/proc/${process.ppid}/cmdline`, 'utf8').split('\0');
+    return looksLikeGateway({ args });
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves when Ctrl-C, SIGTERM or `io.signal` ends the gateway, or `stop()` is called. */
+function untilStopped(ctx: CliContext): { done: Promise<void>; stop: () => void; release: () => void } {
+  let stop!: () => void;
+  const done = new Promise<void>((resolve) => (stop = resolve));
+  const { signal } = ctx.io;
+  if (signal) {
+    if (signal.aborted) stop();
+    signal.addEventListener('abort', () => stop(), { once: true });
+    return { done, stop, release: () => {} };
+  }
+  const onSignal = (): void => stop();
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
+  return {
+    done,
+    stop,
+    release: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      process.off('SIGHUP', onSignal);
+    },
+  };
+}
+
+async function run(ctx: CliContext): Promise<number> {
+  const args = parseServeArgs(ctx);
+  const { io } = ctx;
+  if (ctx.io.stdin === process.stdin && startedByGateway()) {
+    throw new McpReconcilerError(ErrorCode.ConfigInvalid, 'this gateway was started by another `mcp-reconciler serve`: the gateway is configured as one of its own servers', {
+      hint: 'remove the `mcp-reconciler serve` entry from the config files the gateway reads (or serve with another --preset)',
+    });
+  }
+  const { GatewayPool, serveStdio, startHttpGateway } = await import('../../gateway/index.js');
+  // stdout may be the protocol channel: everything human goes to stderr.
+  const log = (line: string): void => void io.stderr.write(`mcp-reconciler serve: ${line}\n`);
+  const cwdArg = `--cwd ${shellQuote(ctx.global.root)}`;
+  // Managed servers' elicitation and sampling go to a connected client that supports them (the pool picks it).
+  let pool: GatewayPool | undefined;
+  const { options, cleanup } = controllerOptionsFor(ctx, {
+    watch: true,
+    // Servers nobody calls need not run: the controller's idle stop and lazy start serve every session alike.
+    ...(args.lazy ? { startup: 'lazy' as const } : {}),
+    ...(args.idleTimeoutMs !== undefined ? { idleTimeoutMs: args.idleTimeoutMs } : {}),
+    onElicitation: (server, request, opts) => pool?.elicit(server, request, opts) ?? { action: 'decline' },
+    onSampling: (server, request, opts) => {
+      if (!pool) throw new Error('the gateway is not ready');
+      return pool.sample(server, request, opts);
+    },
+  });
+  const controller = createMcpController(options);
+  const session = untilStopped(ctx);
+  controller.on('config-error', (e) => {
+    for (const issue of e.issues) log(`config: ${formatIssue(issue)}`);
+  });
+  controller.on('pending-approval', (e) => {
+    for (const name of e.servers) log(`"${name}" is waiting for approval; it starts once you run: mcp-reconciler approve ${shellQuote(name)} ${cwdArg}`);
+  });
+  controller.on('server-state', (e) => {
+    if (e.state === 'failed' || e.state === 'needs_auth') {
+      const row = controller.status().find((s) => s.name === e.name);
+      log(`"${e.name}" ${describeReason(e.state)}${row?.lastError ? `: ${row.lastError}` : ''}`);
+    }
+  });
+  pool = new GatewayPool(controller, { onError: log });
+  let http: HttpGateway | undefined;
+  let stdio: StdioGateway | undefined;
+  // A client that went away leaves a broken pipe: that ends the session, it is not a crash.
+  const onStdoutError = (): void => session.stop();
+  let stopped = false;
+  try {
+    if (args.http) {
+      http = await startHttpGateway(pool, {
+        port: args.port,
+        resumable: args.resumable,
+        ...(args.token ? { token: args.token } : {}),
+        ...(args.callTimeoutMs !== undefined ? { callTimeoutMs: args.callTimeoutMs } : {}),
+        onSession: (e) => log(`session ${e.id} ${e.type === 'open' ? 'opened' : 'closed'}${e.type === 'open' && e.scope ? ` (servers: ${[...e.scope].join(', ') || 'none'})` : ''}`),
+      });
+      log(`listening on ${http.url}`);
+      log(`access token: ${http.token}`);
+      log('clients send "Authorization: Bearer <token>"; add ?servers=a,b to the URL (or an X-MCP-Allowed-Servers header) to limit a session to some servers');
+    }
+    if (args.stdio) {
+      if (io.stdin === process.stdin) process.stdout.on('error', onStdoutError);
+      stdio = await serveStdio(pool, {
+        stdin: io.stdin!,
+        stdout: { write: (chunk: string) => writeRaw(io.stdout, chunk) },
+        ...(args.scope !== undefined ? { scope: args.scope } : {}),
+        ...(args.callTimeoutMs !== undefined ? { callTimeoutMs: args.callTimeoutMs } : {}),
+      });
+      // The client closed our stdin: it is gone, and so is the reason to run.
+      void stdio.closed.then(() => session.stop());
+    }
+    // Only now, with the listeners bound: a port that is taken must not have started any server.
+    void pool.start().then(() => {
+      if (stopped) return;
+      const rows = controller.status();
+      const connected = rows.filter((r) => r.state === 'connected').map((r) => r.name);
+      const other = rows.filter((r) => r.state !== 'connected' && r.state !== 'removed');
+      log(`ready: ${controller.tools().length} tools from ${connected.length} connected server(s)${connected.length ? ` (${connected.join(', ')})` : ''}`);
+      for (const r of other) log(`"${r.name}" is ${r.state}${r.reason ? ` (${describeReason(r.reason)})` : ''}`);
+      const { desired } = controller.config();
+      for (const [name, entry] of Object.entries(desired)) {
+        if (looksLikeGateway(entry.config)) {
+          log(`warning: "${name}" (${entry.source ?? entry.scope}) looks like this gateway itself; if it is, the gateway starts itself: remove it from that file or serve with another --preset`);
+        }
+      }
+      for (const name of args.scope ?? []) {
+        if (!(name in desired)) log(`warning: --servers names "${name}", which is not configured (configured: ${Object.keys(desired).join(', ') || 'none'})`);
+      }
+    });
+    await session.done;
+  } finally {
+    stopped = true;
+    session.release();
+    process.stdout.off('error', onStdoutError);
+    await stdio?.close().catch((err: unknown) => log(`closing the stdio session: ${describeError(err)}`));
+    await http?.close().catch((err: unknown) => log(`closing the HTTP listener: ${describeError(err)}`));
+    pool.close();
+    await controller.dispose();
+    cleanup();
+  }
+  return 0;
+}
+
+/** `serve`: the live registry as one MCP server, over stdio and/or streamable HTTP on loopback. */
+export const serveCommand: CliCommand = {
+  name: 'serve',
+  summary: 'serve the managed servers’ tools and prompts as one MCP server (stdio or HTTP gateway)',
+  options: {
+    stdio: { type: 'boolean' },
+    http: { type: 'boolean' },
+    port: { type: 'string' },
+    servers: { type: 'string' },
+    'call-timeout': { type: 'string' },
+    resumable: { type: 'boolean' },
+    lazy: { type: 'boolean' },
+    'idle-timeout': { type: 'string' },
+  },
+  optionHelp: [
+    '--stdio             serve one client on stdin/stdout (how MCP clients start local servers)',
+    '--http              serve streamable HTTP on 127.0.0.1 (URL and access token printed on stderr)',
+    `--port N            HTTP port (default: a free one); token from $${GATEWAY_TOKEN_ENV} when set`,
+    '--servers a,b       limit the stdio session to these servers (HTTP: ?servers=a,b per session)',
+    '--call-timeout MS   give up on a forwarded tool call after MS without progress (default 600000)',
+    '--resumable         HTTP: keep messages so a broken SSE stream resumes with Last-Event-ID (~1 ms per call)',
+    '--lazy              start a server on its first call (tools come from the listing cache until then)',
+    '--idle-timeout MS   stop a server no session has called for MS; the next call starts it again',
+  ],
+  run,
+};

@@ -1,0 +1,246 @@
+/**
+ * The gateway over streamable HTTP on 127.0.0.1: many client sessions
+ * (`Mcp-Session-Id`), each with its own scope, all sharing one pool. Every
+ * request needs the access token (`Authorization: Bearer <token>`); Host and
+ * Origin must be loopback, so a web page cannot reach it by DNS rebinding.
+ */
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
+import { BoundedEventStore } from './event-store.js';
+import type { GatewayPool } from './pool.js';
+import { createSessionServer, type GatewaySession } from './server.js';
+import { scopeFromRequest, type SessionScope } from './scope.js';
+
+/** The path the gateway answers on. */
+export const MCP_PATH = '/mcp';
+
+/** Options of {@link startHttpGateway}. */
+export interface HttpGatewayOptions {
+  /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
+  port?: number;
+  /** The access token; default 32 random bytes (hex). At least 16 characters. */
+  token?: string;
+  callTimeoutMs?: number;
+  /** Most sessions open at once (default 64); an initialize beyond it is answered 503. */
+  maxSessions?: number;
+  /** Largest request body in bytes (default 4 MiB). */
+  maxBodyBytes?: number;
+  /**
+   * Keep each session's recent messages so a broken SSE stream can resume
+   * with `Last-Event-ID`. Default false: it costs about 1 ms per call (the
+   * SDK stores every message and sends a priming event per stream), and
+   * loopback streams rarely break.
+   */
+  resumable?: boolean;
+  /** Told about each session that opens or closes (for the CLI's log). */
+  onSession?: (event: { type: 'open' | 'close'; id: string; scope: SessionScope }) => void;
+}
+
+/** A listening HTTP gateway. */
+export interface HttpGateway {
+  /** `http://127.0.0.1:<port>/mcp` */
+  readonly url: string;
+  readonly port: number;
+  readonly token: string;
+  /** Open sessions by `Mcp-Session-Id`. */
+  sessions(): { id: string; scope: SessionScope }[];
+  /** Close every session and stop listening. Idempotent. */
+  close(): Promise<void>;
+}
+
+interface HttpSession {
+  gateway: GatewaySession;
+  transport: StreamableHTTPServerTransport;
+  scope: SessionScope;
+}
+
+const MIN_TOKEN_LENGTH = 16;
+
+function jsonRpcError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: status === 404 ? -32001 : -32000, message }, id: null }));
+}
+
+function sameToken(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function bearerOf(req: IncomingMessage): string | undefined {
+  const auth = req.headers.authorization;
+  const m = typeof auth === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
+  return m?.[1];
+}
+
+function isLoopbackHost(host: string | undefined, port: number): boolean {
+  return host === `127.0.0.1:${port}` || host === `localhost:${port}` || host === `[::1]:${port}`;
+}
+
+function isLoopbackOrigin(origin: string): boolean {
+  try {
+    const { hostname } = new URL(origin);
+    return hostname === '127.0.0.1' || hostname === 'localhost' || hostname === '[::1]';
+  } catch {
+    return false;
+  }
+}
+
+async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw new McpReconcilerError(ErrorCode.Usage, `request body is larger than ${limit} bytes`);
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new McpReconcilerError(ErrorCode.Usage, 'request body is not valid JSON');
+  }
+}
+
+/**
+ * Listen on 127.0.0.1 and serve `pool` over streamable HTTP. Rejects with a
+ * runtime error when the port cannot be bound (in use, not permitted).
+ */
+export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOptions = {}): Promise<HttpGateway> {
+  const token = options.token ?? randomBytes(32).toString('hex');
+  if (token.length < MIN_TOKEN_LENGTH) {
+    throw new McpReconcilerError(ErrorCode.Usage, `the gateway access token must have at least ${MIN_TOKEN_LENGTH} characters`, {
+      hint: 'leave it unset to get a random one',
+    });
+  }
+  const maxSessions = options.maxSessions ?? 64;
+  const maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024;
+  const sessions = new Map<string, HttpSession>();
+  let port = 0;
+  let stopping = false;
+
+  const closeSession = async (id: string): Promise<void> => {
+    const s = sessions.get(id);
+    if (!s) return;
+    sessions.delete(id);
+    options.onSession?.({ type: 'close', id, scope: s.scope });
+    await s.gateway.close();
+  };
+
+  const openSession = async (req: IncomingMessage, res: ServerResponse, url: URL, body: unknown): Promise<void> => {
+    if (sessions.size >= maxSessions) {
+      jsonRpcError(res, 503, `the gateway has ${maxSessions} open sessions; close one (HTTP DELETE) and try again`);
+      return;
+    }
+    let scope: SessionScope;
+    try {
+      scope = scopeFromRequest(url, req.headers);
+    } catch (err) {
+      jsonRpcError(res, 400, `${describeError(err)}${err instanceof McpReconcilerError && err.hint ? ` (${err.hint})` : ''}`);
+      return;
+    }
+    const gateway = createSessionServer(pool, {
+      transport: 'http',
+      ...(scope !== undefined ? { scope } : {}),
+      ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
+    });
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      ...(options.resumable ? { eventStore: new BoundedEventStore() } : {}),
+      onsessioninitialized: (id) => {
+        sessions.set(id, { gateway, transport, scope });
+        options.onSession?.({ type: 'open', id, scope });
+      },
+      onsessionclosed: (id) => closeSession(id),
+    });
+    gateway.server.onclose = () => {
+      const id = transport.sessionId;
+      if (id) void closeSession(id);
+    };
+    await gateway.server.connect(transport);
+    await transport.handleRequest(req, res, body);
+    // An initialize that failed (bad protocol version, …) leaves no session behind.
+    if (!transport.sessionId || !sessions.has(transport.sessionId)) await gateway.close();
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // DNS rebinding: a page on another origin may resolve its own name to 127.0.0.1.
+    if (!isLoopbackHost(req.headers.host, port)) return jsonRpcError(res, 403, 'the gateway answers only requests addressed to 127.0.0.1 or localhost');
+    const origin = req.headers.origin;
+    if (typeof origin === 'string' && !isLoopbackOrigin(origin)) return jsonRpcError(res, 403, `requests from origin ${origin} are not allowed`);
+    const url = new URL(req.url ?? '/', `http://${req.headers.host}`);
+    if (url.pathname !== MCP_PATH) return jsonRpcError(res, 404, `not found: the MCP endpoint is ${MCP_PATH}`);
+    const given = bearerOf(req);
+    if (!given || !sameToken(given, token)) {
+      return jsonRpcError(res, 401, 'missing or wrong access token: send "Authorization: Bearer <token>" with the token `mcp-reconciler serve --http` printed', {
+        'www-authenticate': 'Bearer realm="mcp-reconciler"',
+      });
+    }
+    if (stopping) return jsonRpcError(res, 503, 'the gateway is shutting down');
+    const sessionId = req.headers['mcp-session-id'];
+    if (typeof sessionId === 'string') {
+      const s = sessions.get(sessionId);
+      if (!s) return jsonRpcError(res, 404, 'Session not found: it ended or the gateway restarted; initialize a new session');
+      return s.transport.handleRequest(req, res);
+    }
+    if (req.method !== 'POST') return jsonRpcError(res, 400, 'no Mcp-Session-Id header: start a session with an initialize request (POST)');
+    let body: unknown;
+    try {
+      body = await readJsonBody(req, maxBodyBytes);
+    } catch (err) {
+      return jsonRpcError(res, 400, describeError(err));
+    }
+    if (!isInitializeRequest(body)) return jsonRpcError(res, 400, 'no Mcp-Session-Id header: the first request of a session must be initialize');
+    return openSession(req, res, url, body);
+  };
+
+  const http: HttpServer = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => jsonRpcError(res, 500, `gateway error: ${describeError(err)}`));
+  });
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      const code = err.code;
+      reject(
+        new McpReconcilerError(
+          ErrorCode.ConnectFailed,
+          code === 'EADDRINUSE'
+            ? `port ${options.port} on 127.0.0.1 is already in use`
+            : `cannot listen on 127.0.0.1:${options.port ?? 0}: ${err.message}`,
+          { hint: 'pick another port with --port N, or leave --port out to get a free one', cause: err },
+        ),
+      );
+    };
+    http.once('error', onError);
+    http.listen(options.port ?? 0, '127.0.0.1', () => {
+      http.off('error', onError);
+      resolve();
+    });
+  });
+  port = (http.address() as AddressInfo).port;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://127.0.0.1:${port}${MCP_PATH}`,
+    port,
+    token,
+    sessions: () => [...sessions.entries()].map(([id, s]) => ({ id, scope: s.scope })),
+    close: () => {
+      closing ??= (async () => {
+        stopping = true;
+        await Promise.allSettled([...sessions.keys()].map((id) => closeSession(id)));
+        // Open SSE streams would keep close() waiting forever.
+        http.closeAllConnections();
+        await new Promise<void>((resolve) => http.close(() => resolve()));
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,11 @@
+/**
+ * The gateway (`mcp-reconciler serve`): the live registry of one controller
+ * served as an MCP server over stdio and streamable HTTP, with per-session
+ * scopes over one shared server pool.
+ */
+export { GatewayPool, type GatewayPoolOptions, type PoolSession, type SessionListener } from './pool.js';
+export { createSessionServer, GATEWAY_INFO, type GatewaySession, type SessionServerOptions } from './server.js';
+export { serveStdio, type StdioGateway, type StdioGatewayOptions } from './stdio.js';
+export { startHttpGateway, MCP_PATH, type HttpGateway, type HttpGatewayOptions } from './http.js';
+export { parseServerList, scopeFromRequest, inScope, describeScope, SCOPE_HEADERS, SCOPE_QUERY_PARAM, type SessionScope } from './scope.js';
+export { BoundedEventStore } from './event-store.js';
