@@ -1,4 +1,14 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+// Controllers a test builds without its own HOME would otherwise write the
+// listing cache and the process-group records into the real user's
+// ~/.cache and ~/.local/state. One temp root per run; test/global-setup.ts
+// removes it at the end.
+const userDirs = mkdtempSync(join(tmpdir(), 'mcpr-test-userdirs-'));
+process.env.MCPR_TEST_USER_DIRS = userDirs;
 
 export default defineConfig({
   test: {
@@ -9,5 +19,10 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     maxWorkers: 2,
+    env: {
+      XDG_CACHE_HOME: join(userDirs, 'cache'),
+      XDG_STATE_HOME: join(userDirs, 'state'),
+    },
+    globalSetup: ['test/global-setup.ts'],
   },
 });

@@ -111,6 +111,8 @@ async function controllerReloads(p: ReloadParams): Promise<ReloadRun[]> {
     cwd: p.dir,
     sources: [{ scope: 'user', path: configPath }],
     approvals: join(p.dir, 'approvals.json'),
+    // No listing cache: reload figures stay comparable with earlier runs.
+    listingCache: false,
     watch: true,
     debounceMs: DEBOUNCE_MS,
     readyTimeoutMs: 120_000,

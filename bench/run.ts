@@ -6,14 +6,14 @@
  * on failure or Ctrl-C.
  *
  * Flags (for exploring; the defaults are what `npm run bench` measures):
- *   --only cold,reload,decision,crash   run a subset
+ *   --only cold,reload,decision,crash,gateway,instant   run a subset
  *   --runs N                            runs per figure (minimum 5 unless --quick)
  *   --sweep 2,4,8,16,50                 connect concurrencies tried at N=50 besides the default
  *   --sizes 1,10,50                     server counts for cold start and reload (reload skips N=1)
  *   --full                              --sweep 2,4,8,16,50 and the restart-everything baseline at N=50 too (~13 min)
  *   --quick                             1 run per figure, smaller sizes: a smoke test, not a result
  *   --fast-crash                        healthyMs 1000 instead of waiting 30 s for a healthy run
- *   --cpu-prof cold|reload|decision|crash   write V8 CPU profiles of that measurement's workers to
+ *   --cpu-prof cold|reload|decision|crash|gateway   write V8 CPU profiles of that measurement's workers to
  *                                       $TMPDIR/mcp-reconciler-bench-profiles/ (open them in Chrome DevTools)
  */
 import { randomBytes } from 'node:crypto';
@@ -26,11 +26,13 @@ import { coldStart } from './cold-start.js';
 import { hotReload } from './hot-reload.js';
 import { decisionCost } from './decision-cost.js';
 import { crashRecovery, startCrashWorker } from './crash-recovery.js';
+import { gatewayBench } from './gateway.js';
+import { instantStart } from './instant-start.js';
 import type { BenchContext, MeasurementResult, Row } from './support/context.js';
 import { Workers } from './support/worker.js';
 
 const BENCH_DIR = fileURLToPath(new URL('../../bench/', import.meta.url));
-const MEASUREMENTS = ['cold', 'reload', 'decision', 'crash'] as const;
+const MEASUREMENTS = ['cold', 'reload', 'decision', 'crash', 'gateway', 'instant'] as const;
 type Measurement = (typeof MEASUREMENTS)[number];
 
 function parse(): {
@@ -143,6 +145,10 @@ async function main(): Promise<void> {
     const crash = opts.only.has('crash')
       ? await startCrashWorker(ctx, { servers: Math.max(5, opts.runs), healthyMs: opts.fastCrash ? 1_000 : undefined })
       : undefined;
+    // A crash early in a clean run (no healthy run yet): the first loss is retried at once.
+    const earlyCrash = opts.only.has('crash')
+      ? await startCrashWorker(ctx, { servers: Math.max(5, opts.runs), healthyMs: undefined, upBeforeKillMs: 2_000 })
+      : undefined;
     lap = Date.now();
     if (opts.only.has('decision')) {
       ctx.log('4. reconcile decision cost');
@@ -151,6 +157,11 @@ async function main(): Promise<void> {
     if (opts.only.has('cold')) {
       ctx.log('1. cold start');
       record('coldStart', await coldStart(ctx, { sizes: opts.sizes ?? (opts.quick ? [1, 10] : [1, 10, 50]), sweep: opts.sweep }));
+      ctx.log('1. cold start, light servers');
+      record(
+        'coldStartLight',
+        await coldStart(ctx, { sizes: (opts.sizes ?? (opts.quick ? [10] : [10, 50])).filter((n) => n > 1), sweep: [], fixture: 'light' }),
+      );
     }
     if (opts.only.has('reload')) {
       ctx.log('2./3. hot reload and zero gap');
@@ -161,6 +172,18 @@ async function main(): Promise<void> {
           restartBaselineSizes: opts.full ? [10, 50] : [10],
         }),
       );
+    }
+    if (earlyCrash) {
+      ctx.log('5. crash recovery, first loss');
+      record('crashRecoveryFirstLoss', await crashRecovery(ctx, earlyCrash));
+    }
+    if (opts.only.has('instant')) {
+      ctx.log('7. instant start: warm listing cache, first call on a dormant server, dormant RSS, stale cache');
+      record('instantStart', await instantStart(ctx, { sizes: opts.quick ? [10] : [10, 50] }));
+    }
+    if (opts.only.has('gateway')) {
+      ctx.log('6. gateway: added latency per call, one process per server across sessions');
+      record('gateway', await gatewayBench(ctx));
     }
     if (crash) {
       ctx.log('5. crash recovery');

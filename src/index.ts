@@ -21,11 +21,42 @@ export { approvalHash } from './approvals/hash.js';
 export { FileApprovalStore, MemoryApprovalStore, type ApprovalStore, type ApprovalRecord } from './approvals/store.js';
 export { presets, type Preset } from './config/presets.js';
 export type { ConfigSource, ConfigIssue } from './config/sources.js';
+export type { InputResolver, InputSpec } from './config/load.js';
+export { FORMAT_NAMES, type FormatName } from './config/formats.js';
 export { McpReconcilerError, ErrorCode } from './errors.js';
+export { FileTokenStore, MemoryTokenStore, defaultTokenStorePath, credentialKey, type TokenStore, type StoredCredentials } from './auth/token-store.js';
+export type { AuthorizationUrlHandler, AuthorizeOptions } from './auth/manager.js';
+export type {
+  ElicitationHandler,
+  ElicitationRequest,
+  ElicitationAnswer,
+  SamplingHandler,
+} from './connection/client-capabilities.js';
+export { DEFAULT_INHERITED_ENV, type EnvPolicy } from './connection/env.js';
 export * as machines from '../machines/index.js';
-export type { ServerConfig, DesiredServer, Scope, GatingState, BackoffPolicy } from '../machines/types.js';
+export type { ServerConfig, ServerOAuthConfig, DesiredServer, Scope, GatingState, BackoffPolicy } from '../machines/types.js';
 export type { Dashboard, DashboardOptions } from './dashboard/server.js';
 export { graphOf, renderChart, toMermaid, toDot, toSvg, toJson, activeStateIds } from './viz/index.js';
+export type {
+  GatewayPool,
+  GatewayPoolOptions,
+  GatewaySession,
+  SessionScope,
+  StdioGateway,
+  StdioGatewayOptions,
+  HttpGateway,
+  HttpGatewayOptions,
+} from './gateway/index.js';
+
+/**
+ * The gateway (`mcp-reconciler serve` as a library: `GatewayPool`,
+ * `serveStdio`, `startHttpGateway`; see `src/gateway/`). Loaded on first use,
+ * like the dashboard, so hosts that never serve do not load the SDK's server
+ * side.
+ */
+export function loadGateway(): Promise<typeof import('./gateway/index.js')> {
+  return import('./gateway/index.js');
+}
 
 /**
  * Serve the live dashboard for `controller` on 127.0.0.1 (see

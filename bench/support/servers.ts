@@ -12,6 +12,12 @@ import { RUN_MARKER, WORKER_MARKER } from './proc.js';
 /** The compiled fixture server. */
 export const FIXTURE = fileURLToPath(new URL('../../test/fixtures/basic-server.js', import.meta.url));
 
+/** The light fixture: the same five tools without the SDK, ~0.1 s of CPU to start (issue 16). */
+export const LIGHT_FIXTURE = fileURLToPath(new URL('../../test/fixtures/light-server.js', import.meta.url));
+
+/** Which fixture a benchmark's servers run. */
+export type FixtureKind = 'basic' | 'light';
+
 /** Tools each fixture server lists. */
 export const TOOLS_PER_SERVER = 5;
 
@@ -22,8 +28,8 @@ export function serverNames(n: number): string[] {
 }
 
 /** One fixture server whose version-dependent tool is `v<version>_tool`. */
-export function fixtureConfig(version = '1'): ServerConfig {
-  return { command: process.execPath, args: [FIXTURE], env: { TOOLS_VERSION: version } };
+export function fixtureConfig(version = '1', kind: FixtureKind = 'basic'): ServerConfig {
+  return { command: process.execPath, args: [kind === 'light' ? LIGHT_FIXTURE : FIXTURE], env: { TOOLS_VERSION: version } };
 }
 
 /** The registered name of a fixture tool (fixture names need no sanitising). */
@@ -32,8 +38,8 @@ export function registeredName(server: string, tool: string): string {
 }
 
 /** Write a user-scope settings file listing `servers` (`name → version`). */
-export function writeConfig(path: string, versions: Readonly<Record<string, string>>): void {
-  const mcpServers = Object.fromEntries(Object.entries(versions).map(([name, v]) => [name, fixtureConfig(v)]));
+export function writeConfig(path: string, versions: Readonly<Record<string, string>>, kind: FixtureKind = 'basic'): void {
+  const mcpServers = Object.fromEntries(Object.entries(versions).map(([name, v]) => [name, fixtureConfig(v, kind)]));
   writeFileSync(path, `${JSON.stringify({ mcpServers }, null, 2)}\n`);
 }
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, realpath, rename, rm } from 'node:fs/promises';
+import { lstat, mkdir, open, readlink, realpath, rename, rm, type FileHandle } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
@@ -106,6 +107,59 @@ function errCode(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | undefined)?.code;
 }
 
+/** `p` quoted for a POSIX shell when it needs it, so a hint can be pasted as is. */
+function shellQuote(p: string): string {
+  return /^[\w@%+=:,./-]+$/.test(p) ? p : `'${p.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * Why a file with these stats must not be trusted as the approvals store, or
+ * undefined. Anyone who can write it could approve servers in the user's
+ * name, so a file writable by group or others, or owned by someone else, is
+ * refused (SPEC §4 fails closed). Skipped where there are no POSIX owners.
+ */
+function ownershipProblem(path: string, st: Stats): { message: string; hint: string } | undefined {
+  const me = typeof process.getuid === 'function' && process.platform !== 'win32' ? process.getuid() : undefined;
+  if (me === undefined) return undefined;
+  const pending = 'every project and workspace server stays pending approval until then';
+  const q = shellQuote(path);
+  if (st.uid !== me) {
+    return {
+      message: `The approvals file ${path} is owned by uid ${st.uid}, not by you (uid ${me}); someone else could approve servers in your name, so it is not trusted.`,
+      hint: `If its decisions are yours, run \`chown ${me} ${q} && chmod 600 ${q}\`, otherwise delete it; ${pending}.`,
+    };
+  }
+  const writable = [st.mode & 0o020 ? 'group' : '', st.mode & 0o002 ? 'others' : ''].filter(Boolean);
+  if (writable.length > 0) {
+    const mode = (st.mode & 0o777).toString(8).padStart(4, '0');
+    return {
+      message: `The approvals file ${path} is writable by ${writable.join(' and ')} (mode ${mode}); someone else could approve servers in your name, so it is not trusted.`,
+      hint: `If its decisions are yours, run \`chmod 600 ${q}\`, otherwise delete it; ${pending}.`,
+    };
+  }
+  return undefined;
+}
+
+/**
+ * The file a write must replace: `path` itself, or, when `path` is a symlink
+ * (even a dangling one), the file at the end of its chain, so that replacing
+ * the file keeps the link the user made. Absolute.
+ */
+async function writeTarget(path: string): Promise<string> {
+  let current = resolve(path);
+  // The same bound as the kernel's ELOOP, so a link cycle ends with an error.
+  for (let hops = 0; hops < 40; hops++) {
+    try {
+      if (!(await lstat(current)).isSymbolicLink()) return current;
+    } catch (err) {
+      if (errCode(err) === 'ENOENT') return current;
+      throw err;
+    }
+    current = resolve(dirname(current), await readlink(current));
+  }
+  throw Object.assign(new Error(`too many levels of symbolic links at ${path}`), { code: 'ELOOP' });
+}
+
 function copyDecisions(records: Readonly<Record<string, ApprovalRecord>> | undefined): Record<string, ApprovalRecord> {
   const out: Record<string, ApprovalRecord> = {};
   for (const [server, r] of Object.entries(records ?? {})) out[server] = { hash: r.hash, decision: r.decision, at: r.at };
@@ -147,21 +201,35 @@ export class FileApprovalStore implements ApprovalStore {
   async set(root: string, server: string, record: ApprovalRecord): Promise<void> {
     checkRecord(server, record);
     const key = await canonicalRoot(root);
-    const dir = dirname(this.path);
+    let target: string;
     try {
-      await mkdir(dir, { recursive: true, mode: 0o700 });
+      target = await writeTarget(this.path);
     } catch (err) {
-      throw this.storeError(`Cannot create the directory ${dir} for the approvals file: ${describeError(err)}`, err, `Create ${dir} yourself or point the approvals option at a writable file.`);
+      throw this.storeError(`Cannot follow the approvals file ${this.path}: ${describeError(err)}`, err, `Point ${this.path} at a regular file, or delete the link.`);
     }
+    for (const dir of new Set([dirname(this.path), dirname(target)])) {
+      try {
+        await mkdir(dir, { recursive: true, mode: 0o700 });
+      } catch (err) {
+        throw this.storeError(`Cannot create the directory ${dir} for the approvals file: ${describeError(err)}`, err, `Create ${dir} yourself or point the approvals option at a writable file.`);
+      }
+    }
+    // Locked on the real file, so stores that reach it through different links still take turns.
     await withFileLock(
-      `${this.path}.lock`,
+      `${target}.lock`,
       async () => {
         const read = await this.read();
         if ('error' in read) {
+          // An untrusted file is refused for what it is; a corrupt one also holds decisions an overwrite would lose.
+          const insecure = read.error.details.reason === 'insecure';
           throw new McpReconcilerError(
             ErrorCode.ApprovalStore,
-            `Not saving the decision for "${server}": ${read.error.message} Overwriting it would lose the decisions it holds.`,
-            { hint: `Fix or delete ${this.path}, then decide again.`, details: { file: this.path, server }, cause: read.error },
+            `Not saving the decision for "${server}": ${read.error.message}${insecure ? '' : ' Overwriting it would lose the decisions it holds.'}`,
+            {
+              hint: insecure ? `${read.error.hint ?? ''} Then decide again.`.trim() : `Fix or delete ${this.path}, then decide again.`,
+              details: { file: this.path, server },
+              cause: read.error,
+            },
           );
         }
         const roots = read.doc.roots;
@@ -169,17 +237,33 @@ export class FileApprovalStore implements ApprovalStore {
           version: 1,
           roots: { ...roots, [key]: { ...(roots[key] ?? {}), [server]: { hash: record.hash, decision: record.decision, at: record.at } } },
         };
-        await this.writeAtomic(`${JSON.stringify(next, null, 2)}\n`);
+        await this.writeAtomic(target, `${JSON.stringify(next, null, 2)}\n`);
       },
       this.lockOptions,
     );
   }
 
-  /** The whole file, or why it cannot be used. A missing or blank file is an empty store. */
+  /**
+   * The whole file, or why it cannot be used. A missing or blank file is an
+   * empty store; one someone else could write is refused before it is read.
+   */
   private async read(): Promise<{ doc: StoreFile } | { error: McpReconcilerError }> {
     let text: string;
+    let fh: FileHandle | undefined;
     try {
-      text = await readFile(this.path, 'utf8');
+      fh = await open(this.path, 'r');
+      // Judge the very file that is read (the end of any symlink), not a path that could be swapped meanwhile.
+      const st = await fh.stat();
+      const problem = st.isFile() ? ownershipProblem(this.path, st) : undefined;
+      if (problem) {
+        return {
+          error: new McpReconcilerError(ErrorCode.ApprovalStore, problem.message, {
+            hint: problem.hint,
+            details: { file: this.path, reason: 'insecure', uid: st.uid, mode: st.mode & 0o777 },
+          }),
+        };
+      }
+      text = await fh.readFile('utf8');
     } catch (err) {
       if (errCode(err) === 'ENOENT') return { doc: { version: 1, roots: {} } };
       return {
@@ -189,6 +273,8 @@ export class FileApprovalStore implements ApprovalStore {
           `Make ${this.path} readable by you (mode 0600) or delete it; until then every project and workspace server stays pending approval.`,
         ),
       };
+    } finally {
+      await fh?.close();
     }
     if (text.trim() === '') return { doc: { version: 1, roots: {} } };
     let doc: unknown;
@@ -202,9 +288,10 @@ export class FileApprovalStore implements ApprovalStore {
     return { doc: doc as StoreFile };
   }
 
-  private async writeAtomic(content: string): Promise<void> {
-    const dir = dirname(this.path);
-    const tmp = join(dir, `.${basename(this.path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  /** Replace `target` (the approvals file, or the end of its symlink) atomically: temp file next to it, then rename. */
+  private async writeAtomic(target: string, content: string): Promise<void> {
+    const dir = dirname(target);
+    const tmp = join(dir, `.${basename(target)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
     try {
       const fh = await open(tmp, 'wx', 0o600);
       try {
@@ -214,7 +301,7 @@ export class FileApprovalStore implements ApprovalStore {
       } finally {
         await fh.close();
       }
-      await rename(tmp, this.path);
+      await rename(tmp, target);
     } catch (err) {
       await rm(tmp, { force: true });
       throw this.storeError(`Cannot write the approvals file ${this.path}: ${describeError(err)}`, err, `Check that ${dir} is writable by you.`);

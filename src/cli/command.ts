@@ -1,5 +1,7 @@
 import type { ParseArgsConfig } from 'node:util';
+import type { FormatName } from '../config/formats.js';
 import type { Preset } from '../config/presets.js';
+import { ErrorCode, McpReconcilerError } from '../errors.js';
 
 /** Where a CLI run reads and writes; `runCli` takes it so tests can run in-process. */
 export interface CliIo {
@@ -31,6 +33,8 @@ export interface GlobalOptions {
   configFiles: string[];
   /** `--user-config`: replaces the preset's user-scope file. */
   userConfig?: string;
+  /** `--format`: the host format of `--config` files (default: the preset's, else judged per file). */
+  format?: FormatName;
   /** `--approvals`, else `MCP_RECONCILER_APPROVALS`, else the default path. */
   approvalsPath: string;
   /** `--allowed-mcp-server-names`; `undefined` when not given. */
@@ -64,6 +68,29 @@ export interface CliCommand {
   options?: OptionDefs;
   /** Help lines for `options`, e.g. `['--session   approve for this session only']`. */
   optionHelp?: string[];
+  /** Example command lines for `<verb> --help`, each with a `# what it does` comment. */
+  examples?: string[];
   /** Returns the exit code; throw `McpReconcilerError` for user-facing failures. */
   run(ctx: CliContext): Promise<number>;
+}
+
+/** Upper bound of every `--timeout MS`: 24 h (larger values overflow Node's timers). */
+export const MAX_TIMEOUT_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The value of a `--timeout MS` style option as milliseconds, `undefined`
+ * when not given. Throws a usage error (exit 2) unless it is a whole number
+ * from 1 to {@link MAX_TIMEOUT_MS}.
+ */
+export function parseTimeoutMs(values: OptionValues, option = 'timeout'): number | undefined {
+  const raw = values[option];
+  if (raw === undefined) return undefined;
+  const text = typeof raw === 'string' ? raw.trim() : '';
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1 || n > MAX_TIMEOUT_MS) {
+    throw new McpReconcilerError(ErrorCode.Usage, `--${option} must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS} (24 h), not ${JSON.stringify(String(raw))}`, {
+      hint: `e.g. --${option} 30000 for 30 seconds`,
+    });
+  }
+  return n;
 }

@@ -5,10 +5,12 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { defaultApprovalsPath } from '../approvals/store.js';
+import { FORMAT_NAMES, isFormatName } from '../config/formats.js';
 import { presets, resolvePreset } from '../config/presets.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import type { CliCommand, CliIo, GlobalOptions, OptionDefs, OptionValues } from './command.js';
 import { commands as defaultCommands } from './commands/index.js';
+import { terminalSafeIo } from './output.js';
 import { isInlineConfig } from './workspace.js';
 
 const BIN = 'mcp-reconciler';
@@ -20,6 +22,8 @@ export const GLOBAL_OPTIONS = {
   config: { type: 'string', multiple: true },
   'mcp-config': { type: 'string', multiple: true },
   'user-config': { type: 'string' },
+  // Not `--format`: that is viz's output format (SPEC §10).
+  'config-format': { type: 'string' },
   approvals: { type: 'string' },
   'allowed-mcp-server-names': { type: 'string', multiple: true },
   json: { type: 'boolean' },
@@ -32,6 +36,7 @@ const GLOBAL_HELP = [
   '--preset NAME                    config layout (default: default)',
   '--config FILE|JSON               extra config in cli scope; repeatable (alias --mcp-config)',
   '--user-config FILE               use FILE as the user-scope config',
+  '--config-format NAME             read --config files in this host format (default: the preset’s, else judged per file)',
   '--approvals FILE                 approvals store (default: $MCP_RECONCILER_APPROVALS or ~/.config/mcp-reconciler/approvals.json)',
   '--allowed-mcp-server-names a,b   only these servers may connect (upper bound)',
   '--json                           machine-readable output',
@@ -44,7 +49,10 @@ function usageError(message: string, hint = `run \`${BIN} --help\` for usage`): 
 }
 
 function generalHelp(commands: readonly CliCommand[]): string {
-  const rows = commands.map((c) => `  ${(c.name + (c.usage ? ` ${c.usage}` : '')).padEnd(22)}${c.summary}`);
+  const heads = commands.map((c) => c.name + (c.usage ? ` ${c.usage}` : ''));
+  // Wide enough for the longest `command USAGE`, so a summary never runs into it.
+  const width = Math.max(22, ...heads.map((h) => h.length + 2));
+  const rows = commands.map((c, i) => `  ${heads[i]!.padEnd(width)}${c.summary}`);
   return [
     `Usage: ${BIN} <command> [options]`,
     '',
@@ -58,6 +66,7 @@ function generalHelp(commands: readonly CliCommand[]): string {
     '',
     `Presets: ${Object.keys(presets).join(', ')}`,
     'Exit codes: 0 ok, 1 runtime failure, 2 usage or config error.',
+    `Run \`${BIN} <command> --help\` for a command's options and examples.`,
     '',
   ].join('\n');
 }
@@ -69,6 +78,7 @@ function commandHelp(c: CliCommand): string {
     c.summary,
     '',
     ...(c.optionHelp && c.optionHelp.length > 0 ? ['Options:', ...c.optionHelp.map((l) => `  ${l}`), ''] : []),
+    ...(c.examples && c.examples.length > 0 ? ['Examples:', ...c.examples.map((l) => `  ${l}`), ''] : []),
     'Global options:',
     ...GLOBAL_HELP.map((l) => `  ${l}`),
     '',
@@ -111,6 +121,8 @@ function resolveGlobal(values: OptionValues, io: CliIo): GlobalOptions {
   const preset = resolvePreset(strings(values.preset)[0] ?? 'default');
   const configFiles = [...strings(values.config), ...strings(values['mcp-config'])].map((f) => (isInlineConfig(f) ? f : resolve(io.cwd, f)));
   const userConfig = strings(values['user-config'])[0];
+  const format = strings(values['config-format'])[0];
+  if (format !== undefined && !isFormatName(format)) throw usageError(`unknown format "${format}"`, `use one of: ${FORMAT_NAMES.join(', ')}`);
   const approvals = strings(values.approvals)[0] ?? io.env.MCP_RECONCILER_APPROVALS;
   const allowedRaw = strings(values['allowed-mcp-server-names']);
   const allowed = allowedRaw.length > 0 ? allowedRaw.flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean) : undefined;
@@ -119,6 +131,7 @@ function resolveGlobal(values: OptionValues, io: CliIo): GlobalOptions {
     preset,
     configFiles,
     userConfig: userConfig === undefined ? undefined : resolve(io.cwd, userConfig),
+    ...(format !== undefined ? { format } : {}),
     approvalsPath: approvals ? resolve(io.cwd, approvals) : defaultApprovalsPath(io.env),
     cliAllowedServerNames: allowed,
     json: values.json === true,
@@ -149,6 +162,8 @@ function exitCodeOf(err: unknown): number {
  * Never throws and never prints a stack trace unless `MCP_RECONCILER_DEBUG=1`.
  */
 export async function runCli(argv: string[], io: CliIo, commands: readonly CliCommand[] = defaultCommands): Promise<number> {
+  // Names, tool descriptions and server stderr are attacker-controlled text: no printer may pass ESC/BEL/CSI to the terminal.
+  io = terminalSafeIo(io);
   try {
     // First pass only finds the command name; every command's options are known
     // so a value-taking option before the command does not swallow it.

@@ -30,6 +30,7 @@ import { childEnv, type EnvPolicy } from './env.js';
 import type { ProcessTracker } from './processes.js';
 import { sessionLossFetch, type SessionLoss } from './session-loss.js';
 import { StdioProcessTransport } from './stdio-transport.js';
+import { clientCapabilities, installClientHandlers, type ClientFeatures } from './client-capabilities.js';
 
 /** What a live connection reports after it is established. */
 export type ConnectionEvent =
@@ -54,6 +55,23 @@ export interface ConnectOptions {
   clientInfo?: { name: string; version: string };
   /** Called for each event after the connection is established; never after our own `close()`. */
   onEvent?: (event: ConnectionEvent) => void;
+  /**
+   * Start-phase hooks, for a connect limiter that holds a slot only while a
+   * server starts: `spawned` once a stdio child runs, `initialized` once the
+   * server answered `initialize`.
+   */
+  startPhase?: { spawned?(pid: number): void; initialized?(): void };
+  /** Elicitation, sampling and roots offered to the server (issue 11); none declared when absent. */
+  clientFeatures?: ClientFeatures;
+  /** Wraps the HTTP fetch of http/sse transports: the OAuth layer (src/auth/manager.ts). */
+  wrapFetch?: (next: FetchLike) => FetchLike;
+}
+
+/** Options of {@link LiveConnection.callTool}. */
+export interface CallToolRequestOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
 }
 
 /** An established connection: one generation of one server. */
@@ -63,6 +81,8 @@ export interface LiveConnection {
   readonly client: Client;
   /** PID of the stdio child (its process-group leader); undefined for other transports. */
   readonly pid: number | undefined;
+  /** The transport in use: `sse` for an `http` entry that fell back (`fallbackToSse`). */
+  readonly transportType: ReturnType<typeof transportOf>;
   /** Tools from the latest listing. */
   readonly tools: Tool[];
   /** Prompts from the latest listing ([] when the server has no prompts capability). */
@@ -75,7 +95,7 @@ export interface LiveConnection {
    * Call a tool by its server-side name. The result is returned as the server
    * sent it: output contracts are checked by the registry, not here.
    */
-  callTool(rawName: string, args: Record<string, unknown> | undefined, opts?: { signal?: AbortSignal; timeoutMs?: number }): Promise<CallToolResult>;
+  callTool(rawName: string, args: Record<string, unknown> | undefined, opts?: CallToolRequestOptions): Promise<CallToolResult>;
   /** The last few KB of a stdio server's stderr ('' for other transports). */
   stderrTail(): string;
   /** Close the client, the transport and the process group. Idempotent; no `lost` event follows. */
@@ -119,6 +139,24 @@ function isUnauthorized(err: unknown): boolean {
   return false;
 }
 
+/**
+ * An HTTP status that no retry will change: a 4xx other than 401 (needs_auth),
+ * 404 (a session the server forgot, or a server still starting behind a
+ * proxy), 408 and 429 (the server asks us to come back later).
+ */
+function isPermanentStatus(status: number | undefined): boolean {
+  return status !== undefined && status >= 400 && status < 500 && ![401, 404, 408, 429].includes(status);
+}
+
+/** The HTTP status an SDK transport error carries, when it carries one. */
+function httpStatusOf(err: unknown): number | undefined {
+  if ((err instanceof StreamableHTTPError || err instanceof SseError) && typeof err.code === 'number') return err.code;
+  return undefined;
+}
+
+/** Spawn errors that mean the command itself is wrong, not that it failed this time. */
+const PERMANENT_SPAWN_ERRNOS = new Set(['ENOENT', 'EACCES', 'ENOTDIR']);
+
 function isTimeout(err: unknown): boolean {
   return err instanceof McpError && err.code === McpErrorCode.RequestTimeout;
 }
@@ -133,6 +171,8 @@ class Connection implements LiveConnection {
   private readonly entry: DesiredServer;
   private readonly opts: ConnectOptions;
   private readonly kind: ReturnType<typeof transportOf>;
+  /** Differs from `kind` only after the SSE fallback. */
+  private used: ReturnType<typeof transportOf>;
   private readonly timeoutMs: number;
   private transport: Transport | undefined;
   private stdio: StdioProcessTransport | undefined;
@@ -140,6 +180,8 @@ class Connection implements LiveConnection {
   private state: 'connecting' | 'ready' | 'lost' | 'closed' = 'connecting';
   private lastTransportError: string | undefined;
   private sawUnauthorized = false;
+  /** The first answer that no retry will change (see `isPermanentStatus`), while connecting. */
+  private permanentStatus: number | undefined;
   private sessionDead = false;
   private toolsSeq = 0;
   private promptsSeq = 0;
@@ -152,12 +194,18 @@ class Connection implements LiveConnection {
     this.name = entry.name;
     this.generation = opts.generation;
     this.kind = transportOf(entry.config);
+    this.used = this.kind;
     this.timeoutMs = entry.config.timeout ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.client = new Client(opts.clientInfo ?? DEFAULT_CLIENT_INFO, { capabilities: {} });
+    this.client = new Client(opts.clientInfo ?? DEFAULT_CLIENT_INFO, { capabilities: clientCapabilities(opts.clientFeatures) });
+    installClientHandlers(this.client, entry.name, opts.clientFeatures);
     this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.listChanged('tools'));
     this.client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.listChanged('prompts'));
     this.client.onerror = (err) => this.transportError(err);
     this.client.onclose = () => this.transportClosed();
+  }
+
+  get transportType(): ReturnType<typeof transportOf> {
+    return this.used;
   }
 
   get pid(): number | undefined {
@@ -188,7 +236,15 @@ class Connection implements LiveConnection {
     const race = <T>(p: Promise<T>): Promise<T> => Promise.race([p, interrupted]);
     try {
       this.transport = await race(this.buildTransport());
-      await race(this.client.connect(this.transport, { signal: deadline.signal, timeout: this.timeoutMs }));
+      try {
+        await race(this.client.connect(this.transport, { signal: deadline.signal, timeout: this.timeoutMs }));
+      } catch (err) {
+        if (deadline.signal.aborted || !this.shouldFallBackToSse(err)) throw err;
+        // VS Code's and Cursor's rule for `type: http`: a 4xx to the first POST means an SSE-only server.
+        await this.switchToSse();
+        await race(this.client.connect(this.transport, { signal: deadline.signal, timeout: this.timeoutMs }));
+      }
+      this.opts.startPhase?.initialized?.();
       await this.initialList(race, deadline.signal);
       if (deadline.signal.aborted) throw deadline.signal.reason;
       this.state = 'ready';
@@ -215,14 +271,17 @@ class Connection implements LiveConnection {
   callTool(
     rawName: string,
     args: Record<string, unknown> | undefined,
-    opts: { signal?: AbortSignal; timeoutMs?: number } = {},
+    opts: CallToolRequestOptions = {},
   ): Promise<CallToolResult> {
     // Not `client.callTool`: it throws away results that break the tool's
     // outputSchema, and the registry must report those as a contract violation.
     return this.client.request(
       { method: 'tools/call', params: { name: rawName, arguments: args ?? {} } },
       CallToolResultSchema,
-      { signal: opts.signal, timeout: opts.timeoutMs },
+      // With a progress callback the SDK sends a progressToken; progress keeps a long call alive.
+      opts.onprogress
+        ? { signal: opts.signal, timeout: opts.timeoutMs, onprogress: opts.onprogress, resetTimeoutOnProgress: true }
+        : { signal: opts.signal, timeout: opts.timeoutMs },
     ) as Promise<CallToolResult>;
   }
 
@@ -292,6 +351,7 @@ class Connection implements LiveConnection {
           env: childEnv(this.opts.parentEnv ?? process.env, config.env, this.opts.envPolicy),
           cwd: resolvePath(this.opts.cwd, config.cwd ?? '.'),
           tracker: this.opts.tracker,
+          ...(this.opts.startPhase?.spawned ? { onSpawn: this.opts.startPhase.spawned } : {}),
         });
         return this.stdio;
       }
@@ -303,13 +363,8 @@ class Connection implements LiveConnection {
         });
         return this.http;
       }
-      case 'sse': {
-        const url = this.parseUrl();
-        return new SSEClientTransport(url, {
-          requestInit: { headers: { ...(config.headers ?? {}) } },
-          fetch: this.statusRecorder(),
-        });
-      }
+      case 'sse':
+        return this.sseTransport();
       case 'sdk': {
         const instance = config.instance;
         if (!isConnectable(instance)) {
@@ -331,21 +386,60 @@ class Connection implements LiveConnection {
     }
   }
 
+  private sseTransport(): SSEClientTransport {
+    return new SSEClientTransport(this.parseUrl(), {
+      requestInit: { headers: { ...(this.entry.config.headers ?? {}) } },
+      fetch: this.statusRecorder(),
+    });
+  }
+
+  /**
+   * Whether a failed streamable-HTTP connect should be retried over SSE: the
+   * entry asks for it and the server answered the first request with a 4xx
+   * other than 401 (credentials, not the transport), 408 or 429 (come back later).
+   */
+  private shouldFallBackToSse(err: unknown): boolean {
+    if (this.kind !== 'http' || this.used !== 'http' || this.entry.config.fallbackToSse !== true || this.sawUnauthorized) return false;
+    const status = httpStatusOf(err) ?? this.permanentStatus;
+    return status !== undefined && status >= 400 && status < 500 && ![401, 408, 429].includes(status);
+  }
+
+  /** Drop the streamable-HTTP attempt and put an SSE transport in its place. */
+  private async switchToSse(): Promise<void> {
+    const failed = this.transport;
+    this.http = undefined;
+    // The client must let go of the failed transport before it can connect another one.
+    await this.client.close().catch(() => {});
+    await failed?.close().catch(() => {});
+    this.permanentStatus = undefined;
+    this.lastTransportError = undefined;
+    this.used = 'sse';
+    this.transport = this.sseTransport();
+  }
+
   private parseUrl(): URL {
     const raw = this.entry.config.url;
     if (!raw) throw this.configError('has no "url"', 'Set "url" for an http or sse server.');
+    let url: URL;
     try {
-      return new URL(raw);
+      url = new URL(raw);
     } catch {
       throw this.configError(`has an invalid "url": ${raw}`, 'Use an absolute http:// or https:// URL.');
     }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw this.configError(`has a "url" that is not http(s): ${url.protocol}`, 'Use an absolute http:// or https:// URL.');
+    }
+    return url;
   }
 
   /** A fetch that remembers a 401, so a connect failure can be reported as needs_auth. */
   private statusRecorder(): FetchLike {
+    // OAuth sits closest to the network, so a 401 it resolves is never recorded here.
+    const send: FetchLike = this.opts.wrapFetch ? this.opts.wrapFetch((u, i) => fetch(u, i)) : (u, i) => fetch(u, i);
     return async (url, init) => {
-      const response = await fetch(url, init);
+      const response = await send(url, init);
       if (response.status === 401) this.sawUnauthorized = true;
+      if (isPermanentStatus(response.status)) this.permanentStatus ??= response.status;
       return response;
     };
   }
@@ -419,7 +513,8 @@ class Connection implements LiveConnection {
   }
 
   private configError(what: string, hint: string): McpReconcilerError {
-    return new McpReconcilerError(ErrorCode.ConnectFailed, `Server "${this.name}" ${what}`, { hint, details: { server: this.name } });
+    // A config mistake fails the same way every time: no retries, straight to `failed`.
+    return new McpReconcilerError(ErrorCode.ConnectFailed, `Server "${this.name}" ${what}`, { hint, details: { server: this.name }, permanent: true });
   }
 
   private timeoutError(cause: unknown): McpReconcilerError {
@@ -438,10 +533,10 @@ class Connection implements LiveConnection {
   }
 
   private connectError(err: unknown): McpReconcilerError {
-    const details = { server: this.name, transport: this.kind };
+    const details = { server: this.name, transport: this.used };
     if (this.sawUnauthorized || isUnauthorized(err)) {
       return new McpReconcilerError(ErrorCode.NeedsAuth, `Server "${this.name}" requires authorization (HTTP 401)`, {
-        hint: 'Add credentials to the server config (for example an "Authorization" header), then reconnect.',
+        hint: `Sign in with \`mcp-reconciler auth ${this.name}\` (OAuth), or add credentials to the server config (for example an "Authorization" header) and reconnect.`,
         details,
         cause: err,
       });
@@ -449,7 +544,17 @@ class Connection implements LiveConnection {
     if (isTimeout(err)) return this.timeoutError(err);
     if (err instanceof McpReconcilerError) {
       const message = err.message.startsWith(`Server "${this.name}"`) ? err.message : `Server "${this.name}": ${err.message}`;
-      return new McpReconcilerError(err.code, message, { hint: err.hint, details: { ...details, ...err.details }, cause: err });
+      const permanent = err.permanent || PERMANENT_SPAWN_ERRNOS.has(String(err.details.errno));
+      return new McpReconcilerError(err.code, message, { hint: err.hint, details: { ...details, ...err.details }, cause: err, permanent });
+    }
+    const status = httpStatusOf(err) ?? this.permanentStatus;
+    if (isPermanentStatus(status)) {
+      return new McpReconcilerError(ErrorCode.ConnectFailed, `Server "${this.name}" refused the connection with HTTP ${status}: ${causeChain(err)}`, {
+        hint: 'Check the URL, headers and transport type in the server config; the server will not accept it as it is. Edit the config or run `mcp-reconciler reconnect` once fixed.',
+        details: { ...details, status },
+        cause: err,
+        permanent: true,
+      });
     }
     const exited = this.stdio?.exitDescription();
     const message = exited

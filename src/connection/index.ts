@@ -1,5 +1,5 @@
 /** The connection layer: from a desired server entry to a live SDK client. */
-export { childEnv, defaultEnvPolicy, inheritsVariable, type EnvPolicy } from './env.js';
+export { childEnv, DEFAULT_INHERITED_ENV, defaultEnvPolicy, inheritsVariable, type EnvPolicy } from './env.js';
 export { ProcessTracker, type ProcessTrackerOptions, type TrackedSpawnOptions } from './processes.js';
 export { StdioProcessTransport, type StdioProcessTransportOptions } from './stdio-transport.js';
 export { isSessionLossStatus, sessionLossFetch, type SessionLoss } from './session-loss.js';

@@ -3,8 +3,11 @@
  * the leader of its own process group, so a server started through a launcher
  * (`npx`, a shell script) is killed together with the real server it started.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join } from 'node:path';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 
 /** Options of a {@link ProcessTracker}. */
@@ -95,6 +98,58 @@ function procState(pid: number): { state: string; pgrp: number } | undefined {
   }
 }
 
+/** utime + stime of one process in clock ticks, from /proc (Linux). */
+function ownCpuTicks(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 14 and 15 of stat(5), counted from `state` (field 3) here.
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Direct children of `pid`, from every thread's /proc children list. */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tasks) {
+    try {
+      for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ')) {
+        if (child.trim() !== '') out.push(Number(child));
+      }
+    } catch {
+      // thread ended meanwhile, or a kernel without the children file
+    }
+  }
+  return out;
+}
+
+/**
+ * CPU time (user + system, in clock ticks) used so far by `pid` and its live
+ * descendants, so a launcher (`npx`, a shell) counts the work of the server it
+ * started. Undefined when `pid` is gone or /proc is unavailable (not Linux).
+ */
+export function processTreeCpuTicks(pid: number): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  const own = ownCpuTicks(pid);
+  if (own === undefined) return undefined;
+  let total = own;
+  const queue = childrenOf(pid);
+  for (let seen = 0; queue.length > 0 && seen < 256; seen++) {
+    const next = queue.shift()!;
+    total += ownCpuTicks(next) ?? 0;
+    queue.push(...childrenOf(next));
+  }
+  return total;
+}
+
 function isZombie(state: string): boolean {
   return state === 'Z' || state === 'X';
 }
@@ -133,6 +188,204 @@ function pidRunning(pid: number): boolean {
   return info === undefined ? process.platform !== 'linux' : !isZombie(info.state);
 }
 
+// ── process state file (reaping orphans of a host that was SIGKILLed) ────
+
+/** Who a process is: its start time (unique per PID across recycling) and command line. */
+export interface ProcessIdentity {
+  /** Boot id + start time on Linux, `ps` start time elsewhere. */
+  start: string;
+  /** argv as the kernel reports it (one element holding the whole line from `ps`). */
+  cmdline: string[];
+  /** Process group id, when known. */
+  pgrp?: number;
+}
+
+/** One recorded process group: a detached server spawned by some host. */
+export interface RecordedGroup {
+  /** Leader PID, which is also the process group id. */
+  pgid: number;
+  start: string;
+  cmdline: string[];
+  /** The host process that spawned it; its groups are stale once it is gone. */
+  owner: { pid: number; start: string };
+}
+
+interface StateDocument {
+  version: 1;
+  groups: readonly RecordedGroup[];
+}
+
+let bootId: string | undefined;
+
+function linuxBootId(): string {
+  if (bootId === undefined) {
+    try {
+      bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    } catch {
+      bootId = '';
+    }
+  }
+  return bootId;
+}
+
+/**
+ * The identity of a live process (Linux: /proc; macOS and other Unixes: `ps`),
+ * or undefined when it does not exist, is a zombie, or cannot be inspected.
+ */
+export function processIdentity(pid: number): ProcessIdentity | undefined {
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  if (process.platform === 'linux') {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (isZombie(fields[0] ?? '')) return undefined;
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (cmdline.at(-1) === '') cmdline.pop();
+      // Field 22 of stat(5): start time in clock ticks after boot.
+      return { start: `${linuxBootId()}:${fields[19]}`, cmdline, pgrp: Number(fields[2]) };
+    } catch {
+      return undefined;
+    }
+  }
+  if (process.platform === 'win32') return undefined;
+  try {
+    const out = execFileSync('ps', ['-ww', '-o', 'pgid=,stat=,lstart=,command=', '-p', String(pid)], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    // "<pgid> <stat> <Day Mon dd hh:mm:ss yyyy> <command…>"
+    const m = /^(\d+)\s+(\S+)\s+(\S+\s+\S+\s+\d+\s+[\d:]+\s+\d+)\s+(.*)$/.exec(out);
+    if (!m || m[2]!.startsWith('Z')) return undefined;
+    return { start: m[3]!, cmdline: [m[4]!], pgrp: Number(m[1]) };
+  } catch {
+    return undefined;
+  }
+}
+
+function sameIdentity(a: ProcessIdentity, b: { start: string; cmdline: readonly string[] }): boolean {
+  return a.start === b.start && a.cmdline.length === b.cmdline.length && a.cmdline.every((arg, i) => arg === b.cmdline[i]);
+}
+
+/**
+ * Where the process groups of the workspace `root` are recorded:
+ * `$XDG_STATE_HOME/mcp-reconciler/processes/<hash of root>.json`, or
+ * `~/.local/state/…` when that is unset or relative. Pass the canonical
+ * (real) root so every path to one workspace shares one file.
+ */
+export function defaultProcessStatePath(root: string, env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env.XDG_STATE_HOME;
+  const base = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.local', 'state');
+  const key = createHash('sha256').update(root).digest('hex').slice(0, 32);
+  return join(base, 'mcp-reconciler', 'processes', `${key}.json`);
+}
+
+function readState(file: string): RecordedGroup[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  try {
+    const doc = JSON.parse(text) as Partial<StateDocument>;
+    if (!Array.isArray(doc.groups)) return [];
+    return doc.groups.filter(
+      (g): g is RecordedGroup =>
+        g !== null &&
+        typeof g === 'object' &&
+        Number.isInteger(g.pgid) &&
+        g.pgid > 1 &&
+        typeof g.start === 'string' &&
+        Array.isArray(g.cmdline) &&
+        g.cmdline.every((a: unknown) => typeof a === 'string') &&
+        typeof g.owner?.pid === 'number' &&
+        typeof g.owner?.start === 'string',
+    );
+  } catch {
+    // A torn or foreign file: forget it rather than act on it (nothing is killed).
+    return [];
+  }
+}
+
+/** Write atomically (temp + rename) with mode 0600; an empty list removes the file. */
+function writeState(file: string, groups: readonly RecordedGroup[]): void {
+  if (groups.length === 0) {
+    rmSync(file, { force: true });
+    return;
+  }
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify({ version: 1, groups } satisfies StateDocument), { mode: 0o600 });
+  chmodSync(tmp, 0o600); // the umask cannot widen it, but a leftover temp file may predate us
+  renameSync(tmp, file);
+}
+
+let hostIdentity: { pid: number; start: string } | undefined;
+
+function host(): { pid: number; start: string } | undefined {
+  if (hostIdentity?.pid !== process.pid) {
+    const id = processIdentity(process.pid);
+    hostIdentity = id ? { pid: process.pid, start: id.start } : undefined;
+  }
+  return hostIdentity;
+}
+
+function ownerAlive(owner: RecordedGroup['owner']): boolean {
+  const id = processIdentity(owner.pid);
+  return id !== undefined && id.start === owner.start;
+}
+
+/** Signal a recorded group, but only while its leader is still the process we recorded. */
+function signalIfSame(group: RecordedGroup, signal: NodeJS.Signals): boolean {
+  const id = processIdentity(group.pgid);
+  if (!id || !sameIdentity(id, group)) return false;
+  try {
+    // A leader that left its group is signalled alone: the group may be someone else's.
+    process.kill(id.pgrp === group.pgid ? -group.pgid : group.pgid, signal);
+  } catch {
+    return false;
+  }
+  return true;
+}
+
+/**
+ * Kill the groups of `file` whose host is gone and whose leader is still the
+ * very process that was recorded (same start time and command line; a
+ * recycled PID is never touched): SIGTERM, then SIGKILL after `graceMs`.
+ * Entries of live hosts stay; stale and dead entries are dropped. Returns the
+ * PGIDs it signalled. Never throws for an unreadable file.
+ */
+export async function reapStaleGroups(file: string, options: { graceMs?: number } = {}): Promise<number[]> {
+  const groups = readState(file);
+  if (groups.length === 0) return [];
+  const keep: RecordedGroup[] = [];
+  const stale: RecordedGroup[] = [];
+  for (const g of groups) (ownerAlive(g.owner) ? keep : stale).push(g);
+  if (stale.length === 0) return [];
+  const signalled = stale.filter((g) => signalIfSame(g, 'SIGTERM'));
+  const until = Date.now() + (options.graceMs ?? DEFAULT_GRACE_MS);
+  const running = (g: RecordedGroup): boolean => {
+    const id = processIdentity(g.pgid);
+    return id !== undefined && sameIdentity(id, g);
+  };
+  while (signalled.some(running) && Date.now() < until) await sleep(POLL_MS);
+  for (const g of signalled) signalIfSame(g, 'SIGKILL');
+  const deadline = Date.now() + AFTER_KILL_WAIT_MS;
+  while (signalled.some(running) && Date.now() < deadline) await sleep(POLL_MS);
+  // Re-read: a live host of the same workspace may have written meanwhile.
+  const staleKeys = new Set(stale.map(groupKey));
+  try {
+    writeState(file, readState(file).filter((g) => !staleKeys.has(groupKey(g))));
+  } catch {
+    // an unwritable state file costs only a repeat of this check next time
+  }
+  return signalled.map((g) => g.pgid);
+}
+
+function groupKey(g: Pick<RecordedGroup, 'pgid' | 'start'>): string {
+  return `${g.pgid}@${g.start}`;
+}
+
 /**
  * Owns the child processes of one controller. Children are spawned detached
  * (each leads its own process group) and killed as a whole group. When the host
@@ -146,9 +399,26 @@ export class ProcessTracker {
   private readonly killing = new Map<number, Promise<void>>();
   private readonly spawned: number[] = [];
   private killAllPromise: Promise<void> | undefined;
+  private stateFile: string | undefined;
+  /** Groups this tracker wrote to {@link stateFile}, by leader PID. */
+  private readonly recorded = new Map<number, RecordedGroup>();
 
   constructor(options: ProcessTrackerOptions = {}) {
     this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+  }
+
+  /**
+   * Reap what a previous host of this workspace left behind in `file` (see
+   * {@link reapStaleGroups}), then record every group this tracker starts in
+   * it, and drop each entry once its group is gone. A host killed by SIGKILL
+   * runs no exit hook; its entries let the next start find its orphans.
+   * Returns the PGIDs reaped.
+   */
+  async useStateFile(file: string): Promise<number[]> {
+    const reaped = await reapStaleGroups(file, { graceMs: this.graceMs });
+    this.stateFile = file;
+    for (const pid of this.children.keys()) this.record(pid);
+    return reaped;
   }
 
   /** True once {@link killAll} was called: nothing new may start. */
@@ -184,6 +454,7 @@ export class ProcessTracker {
     const pid = child.pid;
     if (pid === undefined) return;
     this.children.set(pid, child);
+    this.record(pid);
     this.spawned.push(pid);
     if (this.spawned.length > HISTORY_LIMIT) this.spawned.shift();
     liveTrackers.add(this);
@@ -230,6 +501,8 @@ export class ProcessTracker {
   /** SIGKILL every tracked group now, synchronously; what the host-exit hook runs. */
   killAllSync(): void {
     for (const [pid, child] of this.children) signalGroup(pid, 'SIGKILL', child);
+    // SIGKILL is final: nothing is left for a later start to reap.
+    this.unrecord([...this.recorded.keys()]);
   }
 
   private async terminate(pid: number, graceMs: number): Promise<void> {
@@ -255,7 +528,43 @@ export class ProcessTracker {
     }
   }
 
+  /** Add the group led by `pid` to the state file (synchronously: the host may be SIGKILLed any time). */
+  private record(pid: number): void {
+    const file = this.stateFile;
+    const me = host();
+    if (file === undefined || me === undefined || this.recorded.has(pid)) return;
+    // spawn() returns after exec (libuv waits for it), so this is the server's own command line.
+    const id = processIdentity(pid);
+    if (!id) return;
+    const group: RecordedGroup = { pgid: pid, start: id.start, cmdline: id.cmdline, owner: me };
+    this.recorded.set(pid, group);
+    try {
+      const key = groupKey(group);
+      writeState(file, [...readState(file).filter((g) => groupKey(g) !== key), group]);
+    } catch {
+      // Unwritable state dir: everything else still works; only post-SIGKILL reaping is lost.
+    }
+  }
+
+  private unrecord(pids: readonly number[]): void {
+    const file = this.stateFile;
+    const keys = new Set<string>();
+    for (const pid of pids) {
+      const group = this.recorded.get(pid);
+      if (!group) continue;
+      this.recorded.delete(pid);
+      keys.add(groupKey(group));
+    }
+    if (file === undefined || keys.size === 0) return;
+    try {
+      writeState(file, readState(file).filter((g) => !keys.has(groupKey(g))));
+    } catch {
+      // see record()
+    }
+  }
+
   private forget(pid: number): void {
+    this.unrecord([pid]);
     this.children.delete(pid);
     this.killing.delete(pid);
     if (this.children.size === 0) {

@@ -22,6 +22,8 @@ export interface StdioProcessTransportOptions {
   tracker: ProcessTracker;
   /** How much of the child's stderr to keep, in characters. Default 8192. */
   stderrLimit?: number;
+  /** Called once the child runs (its `spawn` event), with its PID. */
+  onSpawn?: (pid: number) => void;
 }
 
 const DEFAULT_STDERR_LIMIT = 8 * 1024;
@@ -134,6 +136,13 @@ export class StdioProcessTransport implements Transport {
       let spawned = false;
       child.once('spawn', () => {
         spawned = true;
+        if (child.pid !== undefined) {
+          try {
+            this.options.onSpawn?.(child.pid);
+          } catch {
+            // an observer's failure is not the server's
+          }
+        }
         resolve();
       });
       child.on('error', (err: NodeJS.ErrnoException) => {

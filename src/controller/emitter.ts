@@ -2,7 +2,7 @@
  * A small typed event emitter whose listeners can never break the emitter:
  * a throwing listener is reported to `onListenerError` and the others still run.
  */
-export class SafeEmitter<Events extends Record<string, unknown>> {
+export class SafeEmitter<Events extends object> {
   private readonly listeners = new Map<keyof Events, Set<(payload: never) => void>>();
 
   constructor(private readonly onListenerError: (event: string, err: unknown) => void = () => {}) {}

@@ -1,29 +1,47 @@
 import type { Reason } from './types.js';
 
+/** Words a POSIX shell reads as themselves: no quoting needed, so common names stay readable. */
+const SHELL_SAFE = /^[A-Za-z0-9_./:@%+=,-]+$/;
+
+/**
+ * `word` as one POSIX shell word: unchanged when it is made of safe
+ * characters only, else in single quotes with each `'` written `'\''`.
+ * Server names come from checked-in config files, so a suggested command
+ * that is pasted into a shell must not run anything a name smuggles in.
+ */
+export function shellQuote(word: string): string {
+  if (SHELL_SAFE.test(word)) return word;
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
 /**
  * The fix for each reason, phrased as an instruction (SPEC §7). `cli` is the
  * command prefix a user types, so embedding hosts can substitute their own.
+ * The server name is shell-quoted inside commands and JSON-quoted inside
+ * settings values, so either can be copied as is.
  */
 export function fixFor(reason: Reason, server: string, cli = 'mcp-reconciler'): string {
+  const arg = shellQuote(server);
+  const json = JSON.stringify(server);
   switch (reason) {
     case 'pending_approval':
-      return `approve it with \`${cli} approve ${server}\` (or \`--session\` for this session only)`;
+      return `approve it with \`${cli} approve ${arg}\` (or \`--session\` for this session only)`;
     case 'rejected':
-      return `it was rejected for this exact config; approve it with \`${cli} approve ${server}\`, or edit the config to change its hash and be asked again`;
+      return `it was rejected for this exact config; approve it with \`${cli} approve ${arg}\`, or edit the config to change its hash and be asked again`;
     case 'excluded':
-      return `remove "${server}" from \`mcp.excluded\` in your settings`;
+      return `remove ${json} from \`mcp.excluded\` in your settings`;
     case 'not_allowed':
-      return `add "${server}" to \`mcp.allowed\` in your settings (and to --allowed-mcp-server-names if the host was started with it)`;
+      return `add ${json} to \`mcp.allowed\` in your settings (and to --allowed-mcp-server-names if the host was started with it)`;
     case 'disabled':
       return `set \`"disabled": false\` (or remove the key) in its config entry`;
     case 'untrusted':
       return 'trust this folder in the host; servers from project and workspace files never start in an untrusted folder';
     case 'reconnecting':
-      return `wait for the reconnect to finish, or force one with \`${cli} reconnect ${server}\``;
+      return `wait for the reconnect to finish, or force one with \`${cli} reconnect ${arg}\``;
     case 'failed':
-      return `fix the cause shown in its last error, then edit its config or run \`${cli} reconnect ${server}\``;
+      return `fix the cause shown in its last error, then edit its config or run \`${cli} reconnect ${arg}\``;
     case 'needs_auth':
-      return `authorise the server (check its token or headers), then run \`${cli} reconnect ${server}\``;
+      return `sign in with \`${cli} auth ${arg}\` (a running watch connects it as soon as the tokens are stored), or fix the token or headers in its config`;
     case 'removed':
       return 'add it back to a config file if you still need it';
   }

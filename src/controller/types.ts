@@ -1,10 +1,15 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { BackoffPolicy, DesiredServer, Scope } from '../../machines/types.js';
+import type { BackoffPolicy, DesiredServer, Scope, StartupMode, TransportType } from '../../machines/types.js';
 import type { ConfigIssue, ConfigSource } from '../config/sources.js';
+import type { InputResolver } from '../config/load.js';
 import type { Preset } from '../config/presets.js';
 import type { ApprovalStore } from '../approvals/store.js';
 import type { EnvPolicy } from '../connection/env.js';
 import type { RegisteredPrompt, RegisteredTool, SkippedTool } from '../registry/registry.js';
+import type { ElicitationHandler, SamplingHandler } from '../connection/client-capabilities.js';
+import type { AuthorizationUrlHandler } from '../auth/manager.js';
+import type { TokenStore } from '../auth/token-store.js';
+import type { Root } from '@modelcontextprotocol/sdk/types.js';
 
 import type { PublicStatus, Reason, ServerStateName } from '../../machines/reason.js';
 
@@ -25,11 +30,22 @@ export interface ServerStatus {
   prompts: string[];
   /** Tools the server lists that were not registered, with why. */
   skippedTools: SkippedTool[];
+  /**
+   * The registered tools come from the listing cache, not (yet) from a
+   * listing of the running server: a `connecting` server's until it answers,
+   * a `dormant` one's until it is woken.
+   */
+  cached: boolean;
   lastError: string | undefined;
   generation: number;
   attempt: number;
   /** PID of the stdio child of the current generation, when there is one. */
   pid: number | undefined;
+  /**
+   * The transport: the one in use while connected (`sse` when an `http`
+   * entry fell back, see `fallbackToSse`), else the configured one.
+   */
+  transport: TransportType | undefined;
 }
 
 /** Minimal logger; every method optional in practice (defaults are silent). */
@@ -64,6 +80,14 @@ export interface McpControllerOptions {
   envPolicy?: EnvPolicy;
   /** Environment for `${VAR}` expansion and children. Default `process.env`. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Answers VS Code `${input:id}` variables (declared in the file's `inputs`;
+   * `spec.password` marks a secret) and host variables such as Claude Code's
+   * `CLAUDE_PLUGIN_ROOT` (`spec.type === 'hostVariable'`). Called on every
+   * load that needs one, so remember answers. Without it (or when it returns
+   * `undefined`) the server is skipped with an issue saying how to answer.
+   */
+  resolveInput?: InputResolver;
   /** `start()` resolves at the latest after this long. Default 10 000. */
   readyTimeoutMs?: number;
   /** Supervisor policy (SPEC §5). */
@@ -78,11 +102,74 @@ export interface McpControllerOptions {
   debounceMs?: number;
   /** Grace period between SIGTERM and SIGKILL when stopping a child. Default 2 000. */
   killGraceMs?: number;
+  /**
+   * File recording the process groups of this workspace's stdio servers, so a
+   * start after the host was SIGKILLed reaps the orphans (0600; one per
+   * workspace). Default `$XDG_STATE_HOME/mcp-reconciler/processes/<hash of the
+   * real root>.json` (`~/.local/state/…`); `false` turns recording off.
+   */
+  processStateFile?: string | false;
+  /**
+   * Directory of the listing cache (issue 13): every successful listing is
+   * stored there (0600, keyed by workspace and fingerprint) so the next start
+   * registers a server's tools before it answers. Default
+   * `$XDG_CACHE_HOME/mcp-reconciler/listings` (`~/.cache/…`); `false` keeps
+   * listings in memory only (lazy and idle-stopped servers still keep their
+   * tools for the controller's life).
+   */
+  listingCache?: string | false;
+  /**
+   * Default `startup` for servers whose config sets none. `eager` (default)
+   * connects on admission; `lazy` serves cached tools from the `dormant`
+   * state and connects on the first call (a server with nothing cached
+   * connects once to fill the cache, then goes dormant).
+   */
+  startup?: StartupMode;
+  /**
+   * Default idle timeout: a connected server with no call for this long is
+   * stopped and goes `dormant`, its tools staying registered. Default: never.
+   */
+  idleTimeoutMs?: number;
   logger?: Partial<Logger>;
+  /**
+   * Answers servers' `elicitation/create` requests (form and URL mode). Form
+   * answers get the schema's defaults for omitted fields (SEP-1034) and are
+   * checked against the requested schema. Without it the client declares no
+   * elicitation capability, so servers do not ask.
+   */
+  onElicitation?: ElicitationHandler;
+  /** Answers `sampling/createMessage` with the host's model. Without it no sampling capability is declared. */
+  onSampling?: SamplingHandler;
+  /**
+   * Roots offered to servers (`roots/list`). Default: the workspace folder.
+   * `false` declares no roots capability. Change them later with `setRoots()`.
+   */
+  roots?: Root[] | false;
+  /**
+   * Called with the URL a user must open to authorise a server (OAuth
+   * authorization code + PKCE, loopback redirect on 127.0.0.1). Without it
+   * servers that need a new sign-in rest in `needs_auth` until
+   * `authenticate()` or `mcp-reconciler auth SERVER`; with it they ask at
+   * once. Return a promise to have the connection wait for it.
+   */
+  onAuthorizationUrl?: AuthorizationUrlHandler;
+  /** OAuth client settings. */
+  oauth?: {
+    /** Token store, or the path of its JSON file. Default `~/.config/mcp-reconciler/oauth.json` (0600). */
+    tokenStore?: TokenStore | string;
+    /** `client_name` for dynamic registration. Default `mcp-reconciler`. */
+    clientName?: string;
+    /** An https URL of this host's client ID metadata document (SEP-991), used when a server supports it. */
+    clientMetadataUrl?: string;
+    /** How long an authorization waits for the browser to come back. Default 5 minutes. */
+    authorizationTimeoutMs?: number;
+  };
 }
 
-/** Events (SPEC §9). */
-export interface McpControllerEvents extends Record<string, unknown> {
+/**
+ * Events (SPEC §9). A closed set: `on('typo', …)` does not compile.
+ */
+export interface McpControllerEvents {
   /** Every transition of a server actor; `path` is the full state path (`live.reconnecting.waiting`). */
   'server-state': {
     name: string;
@@ -93,7 +180,8 @@ export interface McpControllerEvents extends Record<string, unknown> {
     path: string;
     attempt: number;
   };
-  'tools-changed': { server: string; added: string[]; removed: string[] };
+  /** Registered tool names of one server that appeared, disappeared, or kept their name but changed definition. */
+  'tools-changed': { server: string; added: string[]; removed: string[]; updated: string[] };
   'pending-approval': { servers: string[] };
   'config-error': { issues: ConfigIssue[] };
   'client-update': { status: ServerStatus[] };
@@ -101,10 +189,16 @@ export interface McpControllerEvents extends Record<string, unknown> {
   reconciled: { count: number; servers: string[] };
 }
 
-/** Options of {@link McpController.callTool}. */
+/**
+ * Options of {@link McpController.callTool}. `timeoutMs` bounds the whole
+ * call, including any wait for a `dormant` or `connecting` server to connect
+ * (default for that wait: the server's connect timeout).
+ */
 export interface CallToolOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** Progress notifications the server sends for this call; each one also restarts `timeoutMs`. */
+  onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
 }
 
 export type { RegisteredTool, RegisteredPrompt, CallToolResult, DesiredServer };

@@ -147,7 +147,10 @@ export const CLIENT_JS = String.raw`
     fact(card.facts, 'generation', s.generation ? s.generation + (s.attempt ? ' (attempt ' + s.attempt + ')' : '') : '');
     fact(card.facts, 'pid', s.pid);
     card.tools.textContent = '';
-    s.tools.forEach(function (t) { card.tools.appendChild(h('span', { className: 'tool', text: t })); });
+    // Tools from the listing cache (a dormant or still-connecting server) are drawn apart.
+    s.tools.forEach(function (t) {
+      card.tools.appendChild(h('span', s.cached ? { className: 'tool cached', text: t, title: 'from the listing cache; the server has not listed it in this session yet' } : { className: 'tool', text: t }));
+    });
     (s.skippedTools || []).forEach(function (t) {
       card.tools.appendChild(h('span', { className: 'tool muted', text: t.rawName + ' (skipped)', title: t.reason }));
     });
@@ -159,7 +162,7 @@ export const CLIENT_JS = String.raw`
   }
 
   function renderSummary(servers) {
-    var counts = { connected: 0, connecting: 0, pending: 0, failed: 0, 'needs-auth': 0, disabled: 0 };
+    var counts = { connected: 0, dormant: 0, connecting: 0, pending: 0, failed: 0, 'needs-auth': 0, disabled: 0 };
     var tools = 0;
     servers.forEach(function (s) { counts[s.status] = (counts[s.status] || 0) + 1; tools += s.tools.length; });
     var summary = document.getElementById('summary');
@@ -169,6 +172,7 @@ export const CLIENT_JS = String.raw`
     }
     stat('servers', servers.length, 'servers');
     stat('connected', counts.connected, 'connected');
+    stat('dormant', counts.dormant, 'dormant (start on first call)');
     stat('pending', counts.pending, 'waiting for approval');
     stat('connecting', counts.connecting, 'connecting');
     stat('failed', counts.failed + counts['needs-auth'], 'failed / needs auth');

@@ -32,6 +32,7 @@ code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, "Lib
 .stat .n { font-size: 20px; font-weight: 700; line-height: 1.2; }
 .stat .l { color: var(--muted); font-size: 12px; }
 .stat[data-kind="connected"] .n { color: var(--ok); }
+.stat[data-kind="dormant"] .n { color: var(--ok); opacity: .7; }
 .stat[data-kind="pending"] .n { color: var(--wait); }
 .stat[data-kind="failed"] .n { color: var(--bad); }
 .stat[data-kind="connecting"] .n { color: var(--busy); }
@@ -45,6 +46,8 @@ code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, "Lib
 
 .card { background: var(--panel); border: 1px solid var(--line); border-left: 4px solid var(--tone); border-radius: var(--radius); padding: 14px 16px 12px; --tone: var(--off); --tone-soft: var(--off-soft); }
 .card[data-status="connected"] { --tone: var(--ok); --tone-soft: var(--ok-soft); }
+.card[data-status="dormant"] { --tone: var(--ok); --tone-soft: var(--ok-soft); border-style: dashed; }
+.tool.cached { font-style: italic; opacity: .8; }
 .card[data-status="pending"] { --tone: var(--wait); --tone-soft: var(--wait-soft); }
 .card[data-status="connecting"] { --tone: var(--busy); --tone-soft: var(--busy-soft); }
 .card[data-status="failed"] { --tone: var(--bad); --tone-soft: var(--bad-soft); }

@@ -1,10 +1,23 @@
 import { admissionOf, approvalStateOf, isGated, type AdmissionVerdict } from '../../machines/admission.js';
-import type { ApprovalDecision, DesiredMap, GatingState } from '../../machines/types.js';
+import { GATED_SCOPES, type ApprovalDecision, type DesiredMap, type GatingState } from '../../machines/types.js';
+import type { ScopedSettings } from '../config/load.js';
+import { setOwn } from '../config/own.js';
+
+/** Gating lists that are already merged: absent `allowed` allows all, `[]` denies all. */
+export interface GatingSettings {
+  allowed?: readonly string[];
+  excluded?: readonly string[];
+}
 
 /** What gating is computed from: settings lists, the host's CLI bound, trust and approvals. */
 export interface GatingInput {
-  /** `mcp.allowed` / `mcp.excluded` from settings. An absent `allowed` allows all; `[]` denies all. */
-  settings: { allowed?: readonly string[]; excluded?: readonly string[] };
+  /**
+   * `mcp.allowed` / `mcp.excluded`: either each source's lists (what
+   * `assemble` returns), merged here by {@link mergeGatingSettings} with
+   * `trusted` so an untrusted folder's files change nothing, or lists the
+   * caller already merged. An absent `allowed` allows all; `[]` denies all.
+   */
+  settings: GatingSettings | readonly ScopedSettings[];
   /** `--allowed-mcp-server-names`, captured once at start; an upper bound settings cannot widen. */
   cliAllowedServerNames?: readonly string[];
   /** `isTrustedFolder()`. */
@@ -31,6 +44,36 @@ function uniqueSorted(list: readonly string[]): string[] {
 }
 
 /**
+ * Merge each source's gating lists so that gating only narrows as trust
+ * drops (SPEC §2.3): `excluded` is the union of every list, `allowed` the
+ * intersection of every list that is present (`[]` anywhere denies all;
+ * absent everywhere allows all). A checked-in project or workspace file can
+ * therefore add exclusions and narrow `allowed`, but never un-exclude or
+ * re-allow a server a user or CLI source gated. In an untrusted folder
+ * (`trusted` false) the project and workspace sources are ignored entirely.
+ * Order-independent; the lists are sorted and deduplicated. Pure.
+ */
+export function mergeGatingSettings(
+  scoped: readonly ScopedSettings[],
+  trusted: boolean,
+): { allowed?: string[]; excluded: string[] } {
+  let allowed: string[] | undefined;
+  const excluded = new Set<string>();
+  for (const { scope, settings } of scoped) {
+    if (!trusted && GATED_SCOPES.has(scope)) continue;
+    for (const name of settings.excluded ?? []) excluded.add(name);
+    const list = settings.allowed;
+    if (list === undefined) continue;
+    allowed = allowed === undefined ? uniqueSorted(list) : allowed.filter((name) => list.includes(name));
+  }
+  return { ...(allowed === undefined ? {} : { allowed }), excluded: [...excluded].sort() };
+}
+
+function isScoped(settings: GatingInput['settings']): settings is readonly ScopedSettings[] {
+  return Array.isArray(settings);
+}
+
+/**
  * The effective `allowed` list (SPEC §2.3): flag ∩ settings when both are
  * given, the flag alone when settings have no `allowed`, settings alone when
  * there is no flag, `undefined` (allow all) when neither. Settings can narrow
@@ -52,13 +95,15 @@ export function effectiveAllowed(
  * Gating for a desired map (SPEC §2.3, §4): the effective lists, the
  * `GatingState` admission runs on, and each server's verdict (from
  * `admissionOf`, so the machines and this report always agree).
- * `pending` / `rejected` list the gated servers whose approval state for
+ * Per-source settings are merged with {@link mergeGatingSettings} under
+ * `input.trusted`. `pending` / `rejected` list the gated servers whose approval state for
  * their current hash is `pending` / `rejected`, whatever else gates them.
  * Pure.
  */
 export function computeGating(desired: DesiredMap, input: GatingInput): ComputedGating {
-  const allowed = effectiveAllowed(input.settings.allowed, input.cliAllowedServerNames);
-  const excluded = uniqueSorted(input.settings.excluded ?? []);
+  const settings = isScoped(input.settings) ? mergeGatingSettings(input.settings, input.trusted) : input.settings;
+  const allowed = effectiveAllowed(settings.allowed, input.cliAllowedServerNames);
+  const excluded = uniqueSorted(settings.excluded ?? []);
   const gating: GatingState = {
     ...(allowed === undefined ? {} : { allowed }),
     excluded,
@@ -71,7 +116,7 @@ export function computeGating(desired: DesiredMap, input: GatingInput): Computed
   const verdicts: Record<string, AdmissionVerdict> = {};
   for (const name of Object.keys(desired).sort()) {
     const entry = desired[name]!;
-    verdicts[name] = admissionOf(entry, gating);
+    setOwn(verdicts, name, admissionOf(entry, gating)); // own property even for `__proto__`
     if (!isGated(entry)) continue;
     const state = approvalStateOf(entry, gating);
     if (state === 'pending') pending.push(name);

@@ -2,7 +2,7 @@ import type { ServerConfig } from '../../machines/types.js';
 import { identityOf, stableHash } from './stable.js';
 
 /** The fields that decide what is connected to (SPEC §2.5). */
-export const CONNECTION_FIELDS = ['type', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'auth'] as const;
+export const CONNECTION_FIELDS = ['type', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'auth', 'oauth'] as const;
 
 /** The effective transport type: explicit, else `stdio` with a command, else `http` with a url. */
 export function transportOf(config: ServerConfig): NonNullable<ServerConfig['type']> {

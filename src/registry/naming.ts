@@ -40,3 +40,34 @@ export function registeredToolName(server: string, tool: string): string {
 export function registeredPromptName(server: string, prompt: string): string {
   return registeredName(server, prompt);
 }
+
+/**
+ * The `mcp__<server>__` prefix every tool and prompt name of `server` starts
+ * with (before any cut for length). Servers whose names sanitise alike
+ * (`x.y`, `x_y`) share it; see {@link prefixOwner}.
+ */
+export function toolPrefix(server: string): string {
+  return REGISTERED_NAME_PREFIX + sanitiseNamePart(server) + REGISTERED_NAME_SEPARATOR;
+}
+
+/** Order strings by Unicode code point (not UTF-16 code unit, which `<` uses). */
+export function compareCodePoints(a: string, b: string): number {
+  const x = [...a];
+  const y = [...b];
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const d = x[i]!.codePointAt(0)! - y[i]!.codePointAt(0)!;
+    if (d !== 0) return d;
+  }
+  return x.length - y.length;
+}
+
+/**
+ * Of servers sharing a {@link toolPrefix}, the one that owns it: the first in
+ * code-point order, so the outcome never depends on which connected first.
+ * `undefined` for an empty list.
+ */
+export function prefixOwner(servers: Iterable<string>): string | undefined {
+  let owner: string | undefined;
+  for (const s of servers) if (owner === undefined || compareCodePoints(s, owner) < 0) owner = s;
+  return owner;
+}

@@ -1,7 +1,7 @@
 import deepEqual from 'fast-deep-equal';
 import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
-import { registeredPromptName, registeredToolName } from './naming.js';
+import { compareCodePoints, registeredPromptName, registeredToolName, toolPrefix } from './naming.js';
 
 /** Which raw tool names of a server are registered (SPEC §2.2 `includeTools` / `excludeTools`). */
 export interface ToolFilter {
@@ -24,6 +24,11 @@ export interface RegisteredTool {
   annotations?: Tool['annotations'];
   /** The connection generation whose listing this entry came from. */
   generation: number;
+  /**
+   * `true` while the entry comes from the listing cache (issue 13) rather than
+   * from a listing of the running server; the next live listing replaces it.
+   */
+  cached?: true;
 }
 
 /** A prompt as the host sees it: `name` is `mcp__<server>__<prompt>`. */
@@ -34,6 +39,8 @@ export interface RegisteredPrompt {
   description?: string;
   arguments?: Prompt['arguments'];
   generation: number;
+  /** `true` while the entry comes from the listing cache. */
+  cached?: true;
 }
 
 /** A listed tool that is deliberately not registered, and why. */
@@ -78,6 +85,8 @@ export interface ToolRegistryOptions {
 interface Listing<T> {
   list: readonly T[];
   generation: number;
+  /** Read from the listing cache, not from the server. */
+  cached?: boolean;
 }
 
 interface ServerRecord {
@@ -111,8 +120,9 @@ function filterReason(rawName: string, filter: ToolFilter): string | undefined {
   return undefined;
 }
 
-function toRegisteredTool(server: string, tool: Tool, generation: number): RegisteredTool {
+function toRegisteredTool(server: string, tool: Tool, generation: number, cached?: boolean): RegisteredTool {
   const out: RegisteredTool = { name: registeredToolName(server, tool.name), server, rawName: tool.name, inputSchema: tool.inputSchema, generation };
+  if (cached) out.cached = true;
   if (tool.title !== undefined) out.title = tool.title;
   if (tool.description !== undefined) out.description = tool.description;
   if (tool.outputSchema !== undefined) out.outputSchema = tool.outputSchema;
@@ -120,11 +130,18 @@ function toRegisteredTool(server: string, tool: Tool, generation: number): Regis
   return Object.freeze(out);
 }
 
-function toRegisteredPrompt(server: string, prompt: Prompt, generation: number): RegisteredPrompt {
+function toRegisteredPrompt(server: string, prompt: Prompt, generation: number, cached?: boolean): RegisteredPrompt {
   const out: RegisteredPrompt = { name: registeredPromptName(server, prompt.name), server, rawName: prompt.name, generation };
+  if (cached) out.cached = true;
   if (prompt.description !== undefined) out.description = prompt.description;
   if (prompt.arguments !== undefined) out.arguments = prompt.arguments;
   return Object.freeze(out);
+}
+
+const PREFIX_HINT = 'Rename one of the two servers in the config so their names still differ once every character outside [A-Za-z0-9_-] becomes "_".';
+
+function prefixProblem(server: string, owner: string): string {
+  return `"${server}" and "${owner}" both become the tool prefix ${toolPrefix(server)}, which "${owner}" owns (of server names that sanitise alike, the first in code-point order owns the prefix)`;
 }
 
 function quoteList(names: readonly string[]): string {
@@ -134,7 +151,8 @@ function quoteList(names: readonly string[]): string {
 function diffNames<T extends { name: string; generation: number }>(before: readonly T[], after: readonly T[]): NameChanges {
   const old = new Map(before.map((e) => [e.name, e]));
   const now = new Map(after.map((e) => [e.name, e]));
-  const sameDefinition = (a: T, b: T): boolean => deepEqual({ ...a, generation: 0 }, { ...b, generation: 0 });
+  // Where an entry came from (generation, the cache) is not part of its definition: a live listing that confirms the cache changes nothing.
+  const sameDefinition = (a: T, b: T): boolean => deepEqual({ ...a, generation: 0, cached: undefined }, { ...b, generation: 0, cached: undefined });
   return {
     added: after.filter((e) => !old.has(e.name)).map((e) => e.name),
     removed: before.filter((e) => !now.has(e.name)).map((e) => e.name),
@@ -161,6 +179,12 @@ function sameFilter(a: ToolFilter | undefined, b: ToolFilter | undefined): boole
  * registered and the server's previous entries stay exactly as they were.
  * Tool and prompt names are separate namespaces.
  *
+ * Servers whose names sanitise alike (`x.y`, `x_y`) share a prefix
+ * (`mcp__x_y__`). It is owned by the one first in code-point order among
+ * those with an accepted listing, whatever the connect order: the others'
+ * listings are rejected (or, when the owner arrives later, taken out and kept
+ * pending) with an error naming both, and register once the owner is dropped.
+ *
  * A rejected listing is kept as *pending*: it is retried, as one unit, when a
  * later step frees names (another server is dropped or narrows its filter), and
  * a later commit of either kind is tried together with it, so the registry
@@ -174,6 +198,7 @@ export class ToolRegistry {
   private readonly toolIndex = new Map<string, RegisteredTool>();
   private readonly promptIndex = new Map<string, RegisteredPrompt>();
   private readonly listeners = new Set<(change: RegistryChange) => void>();
+  private readonly prefixes = new Map<string, string>();
 
   constructor(private readonly options: ToolRegistryOptions = {}) {}
 
@@ -182,12 +207,21 @@ export class ToolRegistry {
    * `filter`, when given, becomes the server's stored filter (kept even when
    * the listing is rejected). Duplicate checks look only at tools that pass
    * the filter, so `excludeTools` can hide a server's duplicate.
+   * `options.cached` marks every entry `cached: true` (a listing read from
+   * the listing cache; the server's next live commit replaces it).
    */
-  commit(server: string, generation: number, listing: { tools: Tool[]; prompts: Prompt[] }, filter?: ToolFilter): CommitResult {
+  commit(
+    server: string,
+    generation: number,
+    listing: { tools: Tool[]; prompts: Prompt[] },
+    filter?: ToolFilter,
+    options: { cached?: boolean } = {},
+  ): CommitResult {
     if (filter !== undefined) this.storeFilter(server, filter);
+    const cached = options.cached === true ? { cached: true } : {};
     return this.commitListings(server, {
-      tools: { list: listing.tools, generation },
-      prompts: { list: listing.prompts, generation },
+      tools: { list: listing.tools, generation, ...cached },
+      prompts: { list: listing.prompts, generation, ...cached },
     });
   }
 
@@ -358,6 +392,8 @@ export class ToolRegistry {
       if (prompts) rec.pending.prompts = prompts;
       return built;
     }
+    // First, so the names the mates give up are free before ours go into the index.
+    this.evictPrefixMates(server);
     const beforeTools = rec.tools;
     const beforePrompts = rec.prompts;
     if (built.tools && tools) {
@@ -378,11 +414,72 @@ export class ToolRegistry {
     return undefined;
   }
 
+  /** Other servers with a record whose names sanitise to the same prefix as `server`'s. */
+  private prefixMates(server: string): string[] {
+    const prefix = this.prefixOf(server);
+    return [...this.records.keys()].filter((s) => s !== server && this.prefixOf(s) === prefix);
+  }
+
+  /** `toolPrefix`, memoised: every commit compares every server's prefix (N² sanitisations at a 50-server start). */
+  private prefixOf(server: string): string {
+    let prefix = this.prefixes.get(server);
+    if (prefix === undefined) {
+      prefix = toolPrefix(server);
+      this.prefixes.set(server, prefix);
+    }
+    return prefix;
+  }
+
+  /** Whether the server has an accepted listing, which is what claims its prefix. */
+  private claimsPrefix(server: string): boolean {
+    const rec = this.records.get(server);
+    return rec !== undefined && (rec.rawTools !== undefined || rec.rawPrompts !== undefined);
+  }
+
+  /**
+   * `owner` was just accepted: every later-sorting server sharing its prefix
+   * gives up its entries, and its listing waits as pending until `owner` is
+   * dropped.
+   */
+  private evictPrefixMates(owner: string): void {
+    for (const mate of this.prefixMates(owner)) {
+      if (compareCodePoints(mate, owner) < 0 || !this.claimsPrefix(mate)) continue;
+      const rec = this.records.get(mate)!;
+      const error = new McpReconcilerError(
+        ErrorCode.ToolConflict,
+        `MCP server "${mate}" tools and prompts were unregistered: ${prefixProblem(mate, owner)}. They register again if "${owner}" is removed.`,
+        { hint: PREFIX_HINT, details: { server: mate, prefix_owner: owner } },
+      );
+      const tools = rec.pending?.tools ?? rec.rawTools;
+      const prompts = rec.pending?.prompts ?? rec.rawPrompts;
+      rec.pending = { error };
+      if (tools) rec.pending.tools = tools;
+      if (prompts) rec.pending.prompts = prompts;
+      const beforeTools = rec.tools;
+      const beforePrompts = rec.prompts;
+      for (const t of rec.tools) this.toolIndex.delete(t.name);
+      for (const p of rec.prompts) this.promptIndex.delete(p.name);
+      rec.tools = [];
+      rec.prompts = [];
+      rec.skipped = [];
+      delete rec.rawTools;
+      delete rec.rawPrompts;
+      this.emit(mate, diffNames(beforeTools, []), diffNames(beforePrompts, []));
+    }
+  }
+
   /** Registered entries for the given listings, or the conflict that forbids them. */
   private build(server: string, tools: Listing<Tool> | undefined, prompts: Listing<Prompt> | undefined): Built | McpReconcilerError {
     const problems: string[] = [];
     const details: Record<string, unknown> = { server };
     const out: Built = {};
+    const owner = this.prefixMates(server).find((m) => compareCodePoints(m, server) < 0 && this.claimsPrefix(m));
+    if (owner !== undefined) {
+      problems.push(prefixProblem(server, owner));
+      details.prefix_owner = owner;
+    }
+    // Names held by a later-sorting server with the same prefix are not a clash: it yields them.
+    const yielding = new Set(this.prefixMates(server).filter((m) => compareCodePoints(m, server) > 0));
     if (tools) {
       const filter = this.filters.get(server) ?? {};
       const registered: RegisteredTool[] = [];
@@ -395,15 +492,15 @@ export class ToolRegistry {
       }
       for (const tool of passed) {
         if (taskSupportOf(tool) === 'required') skipped.push({ rawName: tool.name, reason: TASK_REQUIRED_REASON });
-        else registered.push(toRegisteredTool(server, tool, tools.generation));
+        else registered.push(toRegisteredTool(server, tool, tools.generation, tools.cached));
       }
-      this.findConflicts('tool', server, passed, registered, this.toolIndex, problems, details);
+      this.findConflicts('tool', server, passed, registered, this.toolIndex, problems, details, yielding);
       out.tools = { registered, skipped };
       details.generation = tools.generation;
     }
     if (prompts) {
-      const registered = prompts.list.map((p) => toRegisteredPrompt(server, p, prompts.generation));
-      this.findConflicts('prompt', server, prompts.list, registered, this.promptIndex, problems, details);
+      const registered = prompts.list.map((p) => toRegisteredPrompt(server, p, prompts.generation, prompts.cached));
+      this.findConflicts('prompt', server, prompts.list, registered, this.promptIndex, problems, details, yielding);
       out.prompts = registered;
       details.generation ??= prompts.generation;
     }
@@ -424,6 +521,7 @@ export class ToolRegistry {
     index: ReadonlyMap<string, { server: string; rawName: string }>,
     problems: string[],
     details: Record<string, unknown>,
+    yielding: ReadonlySet<string>,
   ): void {
     const seen = new Set<string>();
     const duplicates = new Set<string>();
@@ -443,7 +541,7 @@ export class ToolRegistry {
     const taken: { name: string; rawName: string; owner: string; ownerRawName: string }[] = [];
     for (const r of registered) {
       const owner = index.get(r.name);
-      if (owner && owner.server !== server) taken.push({ name: r.name, rawName: r.rawName, owner: owner.server, ownerRawName: owner.rawName });
+      if (owner && owner.server !== server && !yielding.has(owner.server)) taken.push({ name: r.name, rawName: r.rawName, owner: owner.server, ownerRawName: owner.rawName });
     }
     for (const t of taken) {
       problems.push(`${kind} "${t.rawName}" would be registered as ${t.name}, which MCP server "${t.owner}" already owns (its ${kind} "${t.ownerRawName}")`);
@@ -453,6 +551,10 @@ export class ToolRegistry {
 
   /** Retry pending listings until none more fits (each success may free names). */
   private retryPending(): void {
+    // The common case (nothing pending) costs one pass, not a sort per commit.
+    let any = false;
+    for (const rec of this.records.values()) if (rec.pending) any = true;
+    if (!any) return;
     for (let progress = true; progress; ) {
       progress = false;
       for (const server of this.sortedServers()) {

@@ -146,6 +146,49 @@ describe('call', () => {
   });
 });
 
+describe('--timeout', () => {
+  /** `slow` has a slow tool; `sloth` speaks MCP only after a minute, so it cannot settle within a short --timeout. */
+  function slowWorkspace(withSloth: boolean): Workspace {
+    const ws = h.workspace('mcp-cli-run-');
+    const marker = `--marker=${ws.root}`;
+    const servers: Record<string, unknown> = { slow: stdioFixtureConfig('slow-tool-server', { args: [marker] }) };
+    if (withSloth) servers.sloth = stdioFixtureConfig('slow-server', { args: [marker], env: { START_DELAY_MS: '60000' } });
+    ws.writeUserSettings({ mcpServers: servers });
+    return ws;
+  }
+
+  it('call --timeout gives up on a slow tool with an error naming the tool and the limit (exit 1)', async () => {
+    const ws = slowWorkspace(false);
+    const r = await run(ws, 'call', 'mcp__slow__sleep', '{"ms":60000}', '--timeout', '1');
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^error: Tool mcp__slow__sleep did not answer within 1 ms; the call was cancelled\nhint: raise the limit with --timeout MS/);
+    noStack(r.stderr);
+
+    const quick = await run(ws, 'call', 'mcp__slow__sleep', '{"ms":1}', '--timeout', '30000');
+    expect(quick.code).toBe(0);
+    expect(quick.stdout).toBe('slept\n');
+  });
+
+  it('status --timeout bounds the wait for servers to settle: a slow one is still connecting', async () => {
+    const ws = slowWorkspace(true);
+    const r = await run(ws, 'status', '--json', '--timeout', '1');
+    expect(r.code).toBe(0);
+    const by = Object.fromEntries((JSON.parse(r.stdout) as { servers: ServerStatus[] }).servers.map((s) => [s.name, s]));
+    expect(by.sloth).toMatchObject({ state: 'connecting' });
+  });
+
+  it.each([['0'], ['-1'], ['1.5'], ['1e3'], ['abc'], ['86400001'], ['']])('rejects --timeout %j with exit 2 before starting anything', async (value) => {
+    const ws = slowWorkspace(true);
+    for (const argv of [['call', 'mcp__slow__sleep', `--timeout=${value}`], ['status', `--timeout=${value}`]]) {
+      const r = await run(ws, ...argv);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`error: --timeout must be a whole number of milliseconds from 1 to 86400000 (24 h), not ${JSON.stringify(value)}`);
+      expect(r.stderr).toContain('hint: e.g. --timeout 30000');
+    }
+  });
+});
+
 describe('why', () => {
   it('explains a connected server, a gated one, and a tool; an unknown name exits 1 readably', async () => {
     const ws = setup('notes', 'tasks');
@@ -227,9 +270,11 @@ describe('approve / reject', () => {
     expect(none.code).toBe(2);
     expect(none.stderr).toContain('approve needs exactly one SERVER name');
 
+    // A session approval needs a running watch to live in (see reconnect.test.ts for one that runs).
     const session = await run(ws, 'approve', 'docs', '--session');
-    expect(session.code).toBe(2);
-    expect(session.stderr).toContain('--session approvals live only as long as a running controller');
+    expect(session.code).toBe(1);
+    expect(session.stderr).toContain('error: no `mcp-reconciler watch` is running');
+    expect(session.stderr).toContain('without --session to store the approval');
   });
 });
 

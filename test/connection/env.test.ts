@@ -23,14 +23,64 @@ describe('childEnv (SPEC §8.2)', () => {
     UNSET: undefined,
   };
 
-  it('drops credential-shaped names, cloud credentials and host prefixes, keeps the rest', () => {
+  it('drops credential-shaped names, cloud credentials and host prefixes, keeps the allow-listed rest', () => {
     expect(childEnv(parent, undefined)).toEqual({ PATH: '/usr/bin', HOME: '/home/me', LANG: 'C.UTF-8' });
   });
 
-  it('matches names case-insensitively', () => {
-    expect(inheritsVariable('my_token')).toBe(false);
-    expect(inheritsVariable('dsh_thing')).toBe(false);
-    expect(inheritsVariable('KEYBOARD_LAYOUT')).toBe(true);
+  it('matches deny patterns case-insensitively, even under a wide policy', () => {
+    const wide = { inherit: 'all-but-credentials' } as const;
+    expect(inheritsVariable('my_token', wide)).toBe(false);
+    expect(inheritsVariable('dsh_thing', wide)).toBe(false);
+    expect(inheritsVariable('KEYBOARD_LAYOUT', wide)).toBe(true);
+  });
+
+  // Secrets the deny patterns never caught: the allow-list drops them by default.
+  const leaky = {
+    DATABASE_URL: 'postgres://u:p@db/x',
+    SSH_AUTH_SOCK: '/tmp/ssh-agent.sock',
+    MYSQL_PWD: 'pw',
+    REDIS_URL: 'redis://:pw@r',
+    MONGODB_URI: 'mongodb://u:p@m',
+    SENTRY_DSN: 'https://k@sentry.io/1',
+    SLACK_WEBHOOK_URL: 'https://hooks.slack.com/services/x',
+    NETRC: '/home/me/.netrc',
+    CI_JOB_JWT: 'eyJ',
+  };
+
+  it('inherits only the allow-list by default: none of the unlisted secrets, all of the basics', () => {
+    const basics = {
+      PATH: '/usr/bin', HOME: '/home/me', USER: 'me', LOGNAME: 'me', SHELL: '/bin/sh', TERM: 'xterm',
+      LANG: 'C.UTF-8', LANGUAGE: 'en', LC_ALL: 'C.UTF-8', LC_CTYPE: 'C.UTF-8', TZ: 'UTC',
+      HTTP_PROXY: 'http://p:3128', https_proxy: 'http://p:3128', NO_PROXY: 'localhost', no_proxy: 'localhost',
+      TMPDIR: '/tmp', TMP: '/tmp', TEMP: '/tmp', XDG_CONFIG_HOME: '/c', XDG_RUNTIME_DIR: '/run/u', XDG_DATA_DIRS: '/d',
+      NODE_EXTRA_CA_CERTS: '/ca.pem', SSL_CERT_FILE: '/ca.pem', SSL_CERT_DIR: '/certs',
+      SYSTEMROOT: 'C:\\Windows', USERPROFILE: 'C:\\Users\\me',
+    };
+    const others = { NODE_OPTIONS: '--require /debugger/bootloader.js', XDG_SESSION_ID: '3', LC_: 'x', PLAIN_VAR: 'v', EDITOR: 'vim' };
+    expect(childEnv({ ...basics, ...leaky, ...others }, undefined)).toEqual(basics);
+  });
+
+  it("passes a secret the server's own env names", () => {
+    expect(childEnv(leaky, { DATABASE_URL: leaky.DATABASE_URL })).toEqual({ DATABASE_URL: leaky.DATABASE_URL });
+  });
+
+  it('lets a host widen with allow (names or patterns); credentials still drop unless kept', () => {
+    const env = childEnv({ ...parent, ...leaky }, undefined, { allow: ['DATABASE_URL', /^REDIS_/, 'NPM_TOKEN'] });
+    expect(env).toEqual({ PATH: '/usr/bin', HOME: '/home/me', LANG: 'C.UTF-8', DATABASE_URL: leaky.DATABASE_URL, REDIS_URL: leaky.REDIS_URL });
+    expect(childEnv(parent, undefined, { allow: [/TOKEN/], keep: ['NPM_TOKEN'] }).NPM_TOKEN).toBe('npm_x');
+  });
+
+  it("inherit: 'all-but-credentials' restores the deny-list behaviour", () => {
+    const env = childEnv({ ...parent, ...leaky }, undefined, { inherit: 'all-but-credentials' });
+    expect(env).toEqual({ PATH: '/usr/bin', HOME: '/home/me', LANG: 'C.UTF-8', ...leaky });
+  });
+
+  it('keep passes a name that is neither allow-listed nor credential-shaped', () => {
+    expect(childEnv(leaky, undefined, { keep: ['SSH_AUTH_SOCK'] })).toEqual({ SSH_AUTH_SOCK: leaky.SSH_AUTH_SOCK });
+  });
+
+  it('never inherits an exported shell function', () => {
+    expect(childEnv({ PATH: '/bin', TERM: '() { :;}; echo pwned' }, undefined)).toEqual({ PATH: '/bin' });
   });
 
   it("lets the server's own env overlay win, including credential-shaped names", () => {
@@ -49,7 +99,7 @@ describe('childEnv (SPEC §8.2)', () => {
   });
 
   it('lets a host replace the prefixes and the patterns', () => {
-    const env = childEnv(parent, undefined, { hostPrefixes: ['MCP_RECONCILER_'], dropPatterns: [/^AWS_/] });
+    const env = childEnv(parent, undefined, { inherit: 'all-but-credentials', hostPrefixes: ['MCP_RECONCILER_'], dropPatterns: [/^AWS_/] });
     expect(env.DSH_SESSION).toBe('host');
     expect(env.GITHUB_TOKEN).toBe('ghp_x');
     expect(env.AWS_PROFILE).toBeUndefined();
@@ -58,11 +108,14 @@ describe('childEnv (SPEC §8.2)', () => {
 
   it('is not fooled by stateful /g patterns', () => {
     const g = /SECRET/g;
-    expect(childEnv({ A_SECRET: '1', B_SECRET: '2', C: '3' }, undefined, { dropPatterns: [g] })).toEqual({ C: '3' });
+    expect(childEnv({ A_SECRET: '1', B_SECRET: '2', C: '3' }, undefined, { inherit: 'all-but-credentials', dropPatterns: [g] })).toEqual({ C: '3' });
+    const a = /^X_/g;
+    expect(childEnv({ X_1: '1', X_2: '2', C: '3' }, undefined, { allow: [a] })).toEqual({ X_1: '1', X_2: '2' });
   });
 
   it('exposes a frozen default policy', () => {
     expect(Object.isFrozen(defaultEnvPolicy)).toBe(true);
     expect(defaultEnvPolicy.hostPrefixes).toContain('DSH_');
+    expect(defaultEnvPolicy.inherit).toBe('allowlist');
   });
 });

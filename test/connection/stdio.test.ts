@@ -46,7 +46,8 @@ describe('stdio connections', () => {
     const conn = await openConnection(entry, options({ parentEnv }));
     const names = ['FOO_TOKEN', 'DSH_SETTING', 'PLAIN_VAR', 'SHARED', 'BAR_SECRET'];
     const seen = JSON.parse(firstText(await conn.callTool('env', { names })));
-    expect(seen).toEqual({ FOO_TOKEN: null, DSH_SETTING: null, PLAIN_VAR: 'visible', SHARED: 'overlay', BAR_SECRET: 'given' });
+    // PLAIN_VAR is not on the allow-list (SPEC §8.2), so only the overlay reaches the child.
+    expect(seen).toEqual({ FOO_TOKEN: null, DSH_SETTING: null, PLAIN_VAR: null, SHARED: 'overlay', BAR_SECRET: 'given' });
     await conn.close();
   });
 
@@ -159,7 +160,7 @@ describe('stdio connections', () => {
   it('turns list_changed notifications into events', async () => {
     const log = eventLog();
     const conn = await openConnection(stdioFixture('list-changed-server', { name: 'changing' }), options({ onEvent: log.onEvent }));
-    expect(conn.tools.map((t) => t.name).sort()).toEqual(['add_prompt', 'add_tool']);
+    expect(conn.tools.map((t) => t.name).sort()).toEqual(['add_prompt', 'add_tool', 'describe_tool']);
     expect(conn.prompts.map((p) => p.name)).toEqual(['initial']);
     await conn.callTool('add_tool', { name: 'fresh' });
     await waitFor(() => log.events.some((e) => e.type === 'tools_changed'), 'tools_changed');

@@ -108,7 +108,7 @@ describe('an HTTP server that wants a token', () => {
     await c.start();
     expect(row(c, 'locked')).toMatchObject({ state: 'needs_auth', status: 'needs-auth', reason: 'needs_auth', tools: [] });
     expect(row(c, 'locked').lastError).toMatch(/requires authorization \(HTTP 401\)/);
-    expect(c.toolUnavailableMessage('mcp__locked__echo')).toMatch(/"locked" needs authorisation.*reconnect locked/);
+    expect(c.toolUnavailableMessage('mcp__locked__echo')).toMatch(/"locked" needs authorisation.*auth locked/);
 
     await c.addRuntimeServer('locked', { url: f.url, headers: { Authorization: 'Bearer s3cret' } });
     await waitState(c, 'locked', 'connected');

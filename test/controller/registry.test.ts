@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fixturePath, stdioFixtureConfig } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
-import { firstText, Harness, row, toolNames, waitState } from './support.js';
+import { firstText, Harness, rejection, row, toolNames, waitState } from './support.js';
 
 const h = new Harness();
 afterAll(() => h.cleanup());
@@ -33,7 +33,7 @@ describe('naming', () => {
 });
 
 describe('conflicts reject the whole generation', () => {
-  it('duplicate raw names in a first listing: nothing of it is registered, the registry is unchanged', async () => {
+  it('duplicate raw names in a first listing: nothing of it is registered, the generation is closed and the server rests in failed', async () => {
     const ws = h.workspace();
     const c = h.controller(ws);
     await c.addRuntimeServer('basic', stdioFixtureConfig('basic-server'));
@@ -42,15 +42,19 @@ describe('conflicts reject the whole generation', () => {
     const promptsBefore = c.prompts();
 
     await c.addRuntimeServer('dup', stdioFixtureConfig('duplicate-tools-server'));
-    await waitFor(() => row(c, 'dup').lastError !== undefined, 'the conflict to be reported');
+    await waitState(c, 'dup', 'failed');
     expect(c.tools()).toEqual(toolsBefore);
     expect(c.prompts()).toEqual(promptsBefore);
     const r = row(c, 'dup');
     expect(r.tools).toEqual([]);
-    expect(r.lastError).toMatch(/listing rejected: it lists tool "echo" more than once/);
+    expect(r.pid).toBeUndefined();
+    expect(r.attempt).toBe(0); // not retried: the same listing would be rejected again
+    expect(r.reason).toBe('failed');
+    expect(r.lastError).toMatch(/tool_conflict: .*it lists tool "echo" more than once/);
+    expect(c.toolUnavailableMessage('mcp__dup__echo')).toMatch(/"dup" failed.*tool_conflict/);
   });
 
-  it('a later generation with duplicates keeps the previous generation registered', async () => {
+  it('a later generation with duplicates is closed: the server fails, its old tools leave, calls are refused with the reason', async () => {
     const ws = h.workspace();
     const marker = join(ws.root, 'duplicate-now');
     const c = h.controller(ws, { backoff: { initialMs: 20, maxMs: 100, attempts: 5 } });
@@ -61,48 +65,67 @@ describe('conflicts reject the whole generation', () => {
     await c.start();
     const first = row(c, 'dup');
     expect(first.lastError).toBeUndefined();
-    const toolsBefore = c.tools();
-    const promptsBefore = c.prompts();
-    expect(toolsBefore.map((t) => t.name)).toEqual(['mcp__dup__echo', 'mcp__dup__ping']);
+    expect(c.tools().map((t) => t.name)).toEqual(['mcp__dup__echo', 'mcp__dup__ping']);
+    const removed: string[] = [];
+    c.on('tools-changed', (e) => removed.push(...e.removed));
 
     writeFileSync(marker, '');
     process.kill(first.pid!, 'SIGKILL');
-    await waitFor(() => {
-      const r = row(c, 'dup');
-      return r.state === 'connected' && r.generation > first.generation && r.lastError !== undefined;
-    }, 'the duplicate generation to connect and be rejected');
-    // Exactly as before, down to the generation the entries came from.
-    expect(c.tools()).toEqual(toolsBefore);
-    expect(c.prompts()).toEqual(promptsBefore);
-    expect(row(c, 'dup').lastError).toMatch(/"echo" more than once.*previously registered tools and prompts stay/);
-    expect(firstText(await c.callTool('mcp__dup__ping', {}))).toBe('pong');
+    await waitState(c, 'dup', 'failed');
+    const r = row(c, 'dup');
+    expect(r.generation).toBeGreaterThan(first.generation);
+    expect(r.pid).toBeUndefined();
+    await waitFor(() => c.pids().length === 0, 'the rejected generation to be closed'); // its process is gone too
+    expect(c.tools()).toEqual([]);
+    expect(removed.sort()).toEqual(['mcp__dup__echo', 'mcp__dup__ping']);
+    expect(r.lastError).toMatch(/tool_conflict: .*"echo" more than once/);
+    const err = await rejection(c.callTool('mcp__dup__ping', {}));
+    expect(err.code).toBe('unknown_tool');
+    expect(err.message).toMatch(/"dup" failed/);
   });
 
   it('a name already taken by another server: the newcomer registers nothing, the owner keeps its tools', async () => {
     const ws = h.workspace();
     const c = h.controller(ws);
-    await c.addRuntimeServer('a_b', stdioFixtureConfig('basic-server'));
+    await c.addRuntimeServer('a.b', stdioFixtureConfig('basic-server'));
     await c.start();
     const toolsBefore = c.tools();
     const promptsBefore = c.prompts();
     const changes: unknown[] = [];
     c.on('tools-changed', (e) => changes.push(e));
 
-    // "a.b" sanitises to "a_b": every one of its names is taken.
-    await c.addRuntimeServer('a.b', stdioFixtureConfig('basic-server'));
-    await waitState(c, 'a.b', 'connected');
-    await waitFor(() => row(c, 'a.b').lastError !== undefined, 'the conflict to be reported');
+    // "a_b" shares the prefix mcp__a_b__ with "a.b", which sorts first and owns it.
+    await c.addRuntimeServer('a_b', stdioFixtureConfig('basic-server'));
+    await waitState(c, 'a_b', 'failed');
     expect(c.tools()).toEqual(toolsBefore);
     expect(c.prompts()).toEqual(promptsBefore);
     expect(changes).toEqual([]);
-    expect(row(c, 'a.b').lastError).toMatch(/which MCP server "a_b" already owns/);
-    expect(row(c, 'a_b').lastError).toBeUndefined();
-    expect(c.tools().every((t) => t.server === 'a_b')).toBe(true);
+    expect(row(c, 'a_b').lastError).toMatch(/"a_b" and "a\.b" both become the tool prefix mcp__a_b__, which "a\.b" owns/);
+    expect(row(c, 'a.b').lastError).toBeUndefined();
+    expect(c.tools().every((t) => t.server === 'a.b')).toBe(true);
 
     // Once the owner is gone, the waiting listing fits and is registered.
-    await c.removeRuntimeServer('a_b');
-    await waitFor(() => c.tools().length > 0 && c.tools().every((t) => t.server === 'a.b'), 'the newcomer to take over the names');
+    await c.removeRuntimeServer('a.b');
+    await c.reconnect('a_b');
+    await waitFor(() => c.tools().length > 0 && c.tools().every((t) => t.server === 'a_b'), 'the newcomer to take over the names');
     expect(toolNames(c)).toEqual(toolsBefore.map((t) => t.name).sort());
+  });
+
+  it('the prefix owner arriving later takes the names: the other server is closed and rests in failed, naming both', async () => {
+    const ws = h.workspace();
+    const c = h.controller(ws);
+    await c.addRuntimeServer('a_b', stdioFixtureConfig('basic-server'));
+    await c.start();
+    const before = row(c, 'a_b');
+    expect(before.tools.length).toBeGreaterThan(0);
+
+    await c.addRuntimeServer('a.b', stdioFixtureConfig('basic-server'));
+    await waitState(c, 'a_b', 'failed');
+    await waitState(c, 'a.b', 'connected');
+    expect(c.tools().every((t) => t.server === 'a.b')).toBe(true);
+    expect(toolNames(c)).toEqual([...before.tools].sort());
+    expect(row(c, 'a_b')).toMatchObject({ pid: undefined, tools: [] });
+    expect(row(c, 'a_b').lastError).toMatch(/"a_b" and "a\.b" both become the tool prefix mcp__a_b__/);
   });
 });
 

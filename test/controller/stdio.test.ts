@@ -39,7 +39,8 @@ describe('fixture servers over stdio', () => {
     const seen = JSON.parse(
       firstText(await c.callTool('mcp__envy__env', { names: ['MY_API_KEY', 'SOME_TOKEN', 'PLAIN_VALUE', 'OVERRIDDEN', 'EXTRA_TOKEN'] })),
     ) as Record<string, string | null>;
-    expect(seen).toEqual({ MY_API_KEY: null, SOME_TOKEN: null, PLAIN_VALUE: 'kept', OVERRIDDEN: 'overlay', EXTRA_TOKEN: 'explicit' });
+    // PLAIN_VALUE is not on the allow-list (SPEC §8.2): unlisted variables stay with the host.
+    expect(seen).toEqual({ MY_API_KEY: null, SOME_TOKEN: null, PLAIN_VALUE: null, OVERRIDDEN: 'overlay', EXTRA_TOKEN: 'explicit' });
   });
 
   it('validates outputSchema results: a valid one passes, a broken one becomes an error result', async () => {
@@ -91,14 +92,19 @@ describe('fixture servers over stdio', () => {
     const c = h.controller(ws);
     await c.addRuntimeServer('live', stdioFixtureConfig('list-changed-server'));
     await c.start();
-    const changes: Array<{ server: string; added: string[]; removed: string[] }> = [];
+    const changes: Array<{ server: string; added: string[]; removed: string[]; updated: string[] }> = [];
     c.on('tools-changed', (e) => changes.push(e));
     const generation = row(c, 'live').generation;
 
     await c.callTool('mcp__live__add_tool', { name: 'fresh' });
     await waitFor(() => toolNames(c).includes('mcp__live__fresh'), 'the new tool to be registered');
-    expect(changes).toContainEqual({ server: 'live', added: ['mcp__live__fresh'], removed: [] });
+    expect(changes).toContainEqual({ server: 'live', added: ['mcp__live__fresh'], removed: [], updated: [] });
     expect(firstText(await c.callTool('mcp__live__fresh', {}))).toBe('fresh');
+
+    // Same name, new definition: reported as `updated`, not as nothing.
+    await c.callTool('mcp__live__describe_tool', { name: 'fresh', description: 'Now described.' });
+    await waitFor(() => c.tools().find((t) => t.name === 'mcp__live__fresh')?.description === 'Now described.', 'the new description');
+    expect(changes).toContainEqual({ server: 'live', added: [], removed: [], updated: ['mcp__live__fresh'] });
 
     await c.callTool('mcp__live__add_prompt', { name: 'later' });
     await waitFor(() => c.prompts().some((p) => p.name === 'mcp__live__later'), 'the new prompt to be registered');

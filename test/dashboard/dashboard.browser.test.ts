@@ -33,7 +33,9 @@ const CHROMIUM_ARGS = [
 
 /** The chart node the page must highlight for a public state (the machine nests the live states under `live`). */
 function chartNodeOf(state: ServerStateName): string {
-  if (state === 'connecting' || state === 'connected') return `server.live.${state}`;
+  // A connected server with no call running is in `connected.idle` (issue 13: the idle timer lives there).
+  if (state === 'connected') return 'server.live.connected.idle';
+  if (state === 'connecting' || state === 'dormant') return `server.live.${state}`;
   if (state === 'reconnecting') return 'server.live.reconnecting';
   return `server.${state}`;
 }
@@ -139,8 +141,11 @@ describe.skipIf(skipReason !== undefined)('dashboard page', () => {
       // Exactly one highlighted node, the one for the server's state.
       expect(await currentNode(row.name)).toEqual([chartNodeOf(row.state)]);
     }
-    // The enclosing compound state is marked too, and the tools are listed.
-    expect(await page.locator('article.card[data-server="notes"] .chart .active').evaluateAll((els) => els.map((e) => e.getAttribute('data-state')))).toEqual(['server.live']);
+    // The enclosing compound states are marked too, and the tools are listed.
+    expect(await page.locator('article.card[data-server="notes"] .chart .active').evaluateAll((els) => els.map((e) => e.getAttribute('data-state')))).toEqual([
+      'server.live',
+      'server.live.connected',
+    ]);
     const notesTools = await page.locator('article.card[data-server="notes"] .tool').allTextContents();
     expect(notesTools.sort()).toEqual(controller.status().find((s) => s.name === 'notes')!.tools.slice().sort());
     expect(await page.locator('article.card[data-server="flaky"] .error').first().textContent()).toContain('last error');
@@ -157,7 +162,7 @@ describe.skipIf(skipReason !== undefined)('dashboard page', () => {
     const before = pageRequests.length;
     await page.locator('article.card[data-server="docs"] button[data-action="approve"]').click();
     await page.locator('article.card[data-server="docs"][data-state="connected"]').waitFor({ timeout: 30_000 });
-    expect(await currentNode('docs')).toEqual(['server.live.connected']);
+    expect(await currentNode('docs')).toEqual(['server.live.connected.idle']);
     const docs = controller.status().find((s) => s.name === 'docs')!;
     expect(docs.state).toBe('connected');
     expect(docs.tools.length).toBeGreaterThan(0);

@@ -1,7 +1,8 @@
 import { isGated } from '../../../machines/admission.js';
 import { canonicalRoot, FileApprovalStore } from '../../approvals/store.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
-import type { CliCommand, CliContext } from '../command.js';
+import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
+import { sendToRunningWatch } from '../send-to-watch.js';
 import { loadWorkspace } from '../workspace.js';
 
 /**
@@ -14,9 +15,20 @@ async function decide(ctx: CliContext, decision: 'approved' | 'rejected'): Promi
   if (!server || rest.length > 0) {
     throw new McpReconcilerError(ErrorCode.Usage, `${verb} needs exactly one SERVER name`, { hint: `e.g. mcp-reconciler ${verb} docs` });
   }
+  const timeout = parseTimeoutMs(ctx.values);
   if (decision === 'approved' && ctx.values.session === true) {
-    throw new McpReconcilerError(ErrorCode.Usage, '--session approvals live only as long as a running controller', {
-      hint: 'answer the prompt in `mcp-reconciler watch` with "s", or call approve(name, { persist: false }) from the library',
+    // A session approval lives in a running controller's memory, so it goes to the
+    // running watch; the watch checks the name and scope against its own config.
+    return sendToRunningWatch(
+      ctx,
+      { verb: 'approve-session', server },
+      'a session approval lives only as long as the watch that holds it; run `mcp-reconciler approve` without --session to store the approval for every run, or start `mcp-reconciler watch` for this workspace (same --cwd and --approvals) and run this again',
+      timeout,
+    );
+  }
+  if (timeout !== undefined) {
+    throw new McpReconcilerError(ErrorCode.Usage, '--timeout only applies with --session (how long the running watch has to take the approval)', {
+      hint: 'drop --timeout; a stored approval is written directly',
     });
   }
   const ws = await loadWorkspace(ctx.global, ctx.io);
@@ -40,19 +52,32 @@ async function decide(ctx: CliContext, decision: 'approved' | 'rejected'): Promi
   return 0;
 }
 
-/** `approve SERVER`: persist an approval for the server's current config hash. */
+/**
+ * `approve SERVER`: persist an approval for the server's current config hash;
+ * `--session`: approve it in the running `watch` only (nothing stored).
+ */
 export const approveCommand: CliCommand = {
   name: 'approve',
+  examples: [
+    "mcp-reconciler approve docs                 # approve the project server \"docs\" for its current config",
+    "mcp-reconciler approve docs --session       # approve it only for the running watch (nothing stored)",
+  ],
   usage: 'SERVER',
   summary: 'approve a project/workspace server for its current config',
-  options: { session: { type: 'boolean' } },
-  optionHelp: ['--session   approve for the running session only (watch mode)'],
+  options: { session: { type: 'boolean' }, timeout: { type: 'string' } },
+  optionHelp: [
+    '--session      approve for the running watch of this workspace only; nothing is stored',
+    '--timeout MS   with --session: how long the running watch has to take it (default 5000)',
+  ],
   run: (ctx) => decide(ctx, 'approved'),
 };
 
 /** `reject SERVER`: persist a rejection for the server's current config hash. */
 export const rejectCommand: CliCommand = {
   name: 'reject',
+  examples: [
+    "mcp-reconciler reject docs                  # never start \"docs\" with this exact config",
+  ],
   usage: 'SERVER',
   summary: 'reject a project/workspace server for its current config',
   run: (ctx) => decide(ctx, 'rejected'),

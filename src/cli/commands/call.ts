@@ -1,5 +1,7 @@
+import { DEFAULT_REQUEST_TIMEOUT_MSEC } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
-import type { CliCommand, CliContext } from '../command.js';
+import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
 import { withController } from '../controller-session.js';
 
 function parseArgsJson(text: string | undefined): Record<string, unknown> {
@@ -26,7 +28,21 @@ async function run(ctx: CliContext): Promise<number> {
     });
   }
   const args = parseArgsJson(json);
-  const result = await withController(ctx, (c) => c.callTool(tool, args));
+  const timeoutMs = parseTimeoutMs(ctx.values);
+  const result = await withController(ctx, (c) =>
+    c.callTool(tool, args, timeoutMs === undefined ? {} : { timeoutMs }).catch((err: unknown) => {
+      // The SDK's own message ("Request timed out") names neither the tool nor the limit.
+      if (err instanceof McpError && err.code === McpErrorCode.RequestTimeout) {
+        const limit = timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MSEC;
+        throw new McpReconcilerError(ErrorCode.Timeout, `Tool ${tool} did not answer within ${limit} ms${timeoutMs === undefined ? ' (the default)' : ''}; the call was cancelled`, {
+          hint: 'raise the limit with --timeout MS, or check the server with `mcp-reconciler status`',
+          details: { tool, timeoutMs: limit },
+          cause: err,
+        });
+      }
+      throw err;
+    }),
+  );
   if (ctx.global.json) {
     ctx.io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   } else {
@@ -42,4 +58,15 @@ async function run(ctx: CliContext): Promise<number> {
 }
 
 /** `call TOOL [JSON_ARGS]`: call one tool once and print its result. */
-export const callCommand: CliCommand = { name: 'call', usage: 'TOOL [JSON_ARGS]', summary: 'call a tool and print its result', run };
+export const callCommand: CliCommand = {
+  name: 'call',
+  examples: [
+    "mcp-reconciler call mcp__files__read_file '{\"path\":\"README.md\"}'",
+    "mcp-reconciler call mcp__notes__echo '{\"text\":\"hi\"}' --timeout 5000 --json",
+  ],
+  usage: 'TOOL [JSON_ARGS]',
+  summary: 'call a tool and print its result',
+  options: { timeout: { type: 'string' } },
+  optionHelp: ['--timeout MS   give up on the call after MS milliseconds (default 60000)'],
+  run,
+};

@@ -1,6 +1,8 @@
 import { approvalStateOf, isGated, type ApprovalState } from '../../../machines/admission.js';
 import type { ApprovalDecision, DesiredServer, ServerConfig } from '../../../machines/types.js';
 import { canonicalRoot, FileApprovalStore } from '../../approvals/store.js';
+import { nameCollisionIssues } from '../../config/name-collisions.js';
+import { redactServerConfig } from '../../config/redact.js';
 import { formatIssue } from '../../config/sources.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
 import { computeGating } from '../../gating/compute.js';
@@ -9,16 +11,10 @@ import type { CliCommand, CliContext } from '../command.js';
 import { displayPath, joinList, table } from '../output.js';
 import { loadWorkspace } from '../workspace.js';
 
-// Values under names like these are secrets more often than not; `config`
-// output is for looking at, so it never prints them.
-const SECRET_NAME = /token|secret|passw|api_?key|_key$|^key$|auth|cookie|credential|session/i;
-
-function redact(config: ServerConfig): Omit<ServerConfig, 'instance'> {
-  const { instance: _instance, ...rest } = config;
-  const hide = (rec: Record<string, string> | undefined) =>
-    rec && Object.fromEntries(Object.entries(rec).map(([k, v]) => [k, SECRET_NAME.test(k) && v !== '' ? '***' : v]));
-  return { ...rest, ...(rest.env ? { env: hide(rest.env) } : {}), ...(rest.headers ? { headers: hide(rest.headers) } : {}) };
-}
+// The shown config is the expanded one; `config` output is for looking at, so
+// it never prints env/header values or credential-looking args (src/config/redact.ts).
+// Answers to `password` inputs are hidden wherever they went (src/config/load.ts `secrets`).
+const redact = (config: ServerConfig, secrets: readonly string[]): Omit<ServerConfig, 'instance'> => redactServerConfig(config, secrets);
 
 async function run(ctx: CliContext): Promise<number> {
   const { io, global: g } = ctx;
@@ -35,7 +31,9 @@ async function run(ctx: CliContext): Promise<number> {
       details: { issues: fatal },
     });
   }
-  const { desired, settings, issues } = ws.assembled;
+  // Per-source settings, merged by computeGating exactly as the controller does (SPEC §2.3).
+  const { desired, scopedSettings: settings } = ws.assembled;
+  const issues = [...ws.assembled.issues, ...nameCollisionIssues(desired)];
 
   const store = new FileApprovalStore(g.approvalsPath);
   const { decisions, error: approvalsError } = await store.load(await canonicalRoot(g.root));
@@ -62,7 +60,7 @@ async function run(ctx: CliContext): Promise<number> {
         approval: approvalOf(e),
         fingerprint: e.fingerprint,
         hash: e.hash,
-        config: redact(e.config),
+        config: redact(e.config, ws.loaded.flatMap((l) => l.secrets ?? [])),
       })),
       issues,
       ...(approvalsError ? { approvalsError: { message: approvalsError.message, hint: approvalsError.hint } } : {}),
@@ -120,6 +118,10 @@ function indent(text: string): string {
 /** `config`: the merged desired map with each entry's scope, source, type, verdict and approval. */
 export const configCommand: CliCommand = {
   name: 'config',
+  examples: [
+    "mcp-reconciler config                       # every server, its source file, verdict and approval",
+    "mcp-reconciler config --preset vscode --json",
+  ],
   summary: 'the merged desired map with each entry’s source and gating',
   run,
 };

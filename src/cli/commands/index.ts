@@ -1,7 +1,10 @@
 import type { CliCommand } from '../command.js';
 import { approveCommand, rejectCommand } from './approve.js';
+import { authCommand, logoutCommand } from './auth.js';
 import { callCommand } from './call.js';
 import { configCommand } from './config.js';
+import { reconnectCommand } from './reconnect.js';
+import { serveCommand } from './serve.js';
 import { statusCommand } from './status.js';
 import { toolsCommand } from './tools.js';
 import { vizCommand } from './viz.js';
@@ -11,12 +14,16 @@ import { whyCommand } from './why.js';
 /** Every CLI command, in the order `--help` lists them. Add new commands here. */
 export const commands: readonly CliCommand[] = [
   watchCommand,
+  serveCommand,
   statusCommand,
   toolsCommand,
   callCommand,
   whyCommand,
   approveCommand,
   rejectCommand,
+  reconnectCommand,
+  authCommand,
+  logoutCommand,
   configCommand,
   vizCommand,
 ];

@@ -1,14 +1,15 @@
+import { shellQuote } from '../../controller/messages.js';
 import type { ServerStatus } from '../../controller/types.js';
 import { formatIssue, type ConfigIssue } from '../../config/sources.js';
-import type { CliCommand, CliContext } from '../command.js';
+import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
 import { withController } from '../controller-session.js';
 import { displayPath, table } from '../output.js';
 
-/** One human line per server: name, scope, state, tools, reason. */
+/** One human line per server: name, scope, state, tools, reason, source, transport (the one in use once connected). */
 export function statusTable(rows: readonly ServerStatus[], root: string, home: string): string {
   if (rows.length === 0) return 'no servers configured';
   return table([
-    ['NAME', 'SCOPE', 'STATE', 'TOOLS', 'REASON', 'SOURCE'],
+    ['NAME', 'SCOPE', 'STATE', 'TOOLS', 'REASON', 'SOURCE', 'TRANSPORT'],
     ...rows.map((r) => [
       r.name,
       r.scope ?? '-',
@@ -16,13 +17,15 @@ export function statusTable(rows: readonly ServerStatus[], root: string, home: s
       String(r.tools.length),
       r.reason ?? (r.lastError ? `error: ${r.lastError.split('\n')[0]!.slice(0, 80)}` : '-'),
       r.source ? displayPath(r.source, root, home) : '-',
+      r.transport ?? '-',
     ]),
   ]);
 }
 
 async function run(ctx: CliContext): Promise<number> {
   const issues: ConfigIssue[] = [];
-  const rows = await withController(ctx, async (c) => c.status(), {}, (c) => {
+  const readyTimeoutMs = parseTimeoutMs(ctx.values);
+  const rows = await withController(ctx, async (c) => c.status(), readyTimeoutMs === undefined ? {} : { readyTimeoutMs }, (c) => {
     c.on('config-error', (e) => issues.push(...e.issues));
   });
   if (ctx.global.json) {
@@ -31,7 +34,8 @@ async function run(ctx: CliContext): Promise<number> {
     ctx.io.stdout.write(`${statusTable(rows, ctx.global.root, ctx.global.home)}\n`);
     for (const i of issues) ctx.io.stderr.write(`warning: ${formatIssue(i)}\n`);
     const pending = rows.filter((r) => r.reason === 'pending_approval').map((r) => r.name);
-    if (pending.length > 0) ctx.io.stderr.write(`hint: ${pending.join(', ')} wait for approval: mcp-reconciler approve NAME\n`);
+    // Shell-quoted: a name from a checked-in file must be safe to paste after `approve`.
+    if (pending.length > 0) ctx.io.stderr.write(`hint: ${pending.map(shellQuote).join(', ')} wait for approval: mcp-reconciler approve NAME\n`);
   }
   return 0;
 }
@@ -39,6 +43,12 @@ async function run(ctx: CliContext): Promise<number> {
 /** `status`: start, settle, print every server's state, exit. */
 export const statusCommand: CliCommand = {
   name: 'status',
+  examples: [
+    "mcp-reconciler status                       # start, settle, print, exit",
+    "mcp-reconciler status --timeout 30000 --json",
+  ],
   summary: 'start the servers, wait until they settle, print their state, exit',
+  options: { timeout: { type: 'string' } },
+  optionHelp: ['--timeout MS   wait at most MS milliseconds for the servers to settle (default 10000)'],
   run,
 };

@@ -25,4 +25,9 @@ async function run(ctx: CliContext): Promise<number> {
 }
 
 /** `tools`: list registered tools. */
-export const toolsCommand: CliCommand = { name: 'tools', summary: 'list registered tools (mcp__<server>__<tool>)', run };
+export const toolsCommand: CliCommand = {
+  name: 'tools',
+  summary: 'list registered tools (mcp__<server>__<tool>)',
+  examples: ['mcp-reconciler tools                        # every tool the model would see', 'mcp-reconciler tools --json'],
+  run,
+};

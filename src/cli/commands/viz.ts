@@ -48,6 +48,10 @@ async function run(ctx: CliContext): Promise<number> {
 /** `viz [server|reconciler] --format mermaid|dot|svg|json [--out FILE]`: state-chart export. */
 export const vizCommand: CliCommand = {
   name: 'viz',
+  examples: [
+    "mcp-reconciler viz server --format mermaid",
+    "mcp-reconciler viz reconciler --format svg --out reconciler.svg",
+  ],
   usage: '[server|reconciler]',
   summary: 'state-chart export of a machine (mermaid | dot | svg | json)',
   options: { format: { type: 'string' }, out: { type: 'string' }, detail: { type: 'string' } },

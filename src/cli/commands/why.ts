@@ -42,4 +42,10 @@ async function run(ctx: CliContext): Promise<number> {
 }
 
 /** `why SERVER|TOOL`: the reason and the fix. */
-export const whyCommand: CliCommand = { name: 'why', usage: 'SERVER|TOOL', summary: 'why a server or tool is unavailable, and the fix', run };
+export const whyCommand: CliCommand = {
+  name: 'why',
+  usage: 'SERVER|TOOL',
+  summary: 'why a server or tool is unavailable, and the fix',
+  examples: ['mcp-reconciler why github                   # the reason and the command that fixes it', 'mcp-reconciler why mcp__github__create_issue'],
+  run,
+};

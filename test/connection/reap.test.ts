@@ -1,0 +1,194 @@
+/**
+ * Orphans of a SIGKILLed host (issue 10): the groups a controller spawns are
+ * recorded in a 0600 state file per workspace, and the next start kills those
+ * that still are the recorded process — never a process that merely got the
+ * same PID or runs another command.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMcpController, type McpController } from '../../src/controller.js';
+import { defaultProcessStatePath, processIdentity, ProcessTracker, type RecordedGroup } from '../../src/connection/processes.js';
+import { fixturePath, repoRoot, stdioFixtureConfig } from '../helpers/fixtures.js';
+import { pidAlive, waitFor } from '../helpers/processes.js';
+
+const isUnix = process.platform !== 'win32';
+const controllerModule = pathToFileURL(resolve(repoRoot, 'dist/src/controller.js')).href;
+
+let dirs: string[] = [];
+let pids: number[] = [];
+let hosts: ChildProcess[] = [];
+let controllers: McpController[] = [];
+let trackers: ProcessTracker[] = [];
+
+function tempDir(): string {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-reap-')));
+  dirs.push(dir);
+  return dir;
+}
+
+function killGroupOrPid(pid: number): void {
+  for (const target of [-pid, pid]) {
+    try {
+      process.kill(target, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+}
+
+afterEach(async () => {
+  // Runs even when an assertion failed: no host, orphan or decoy may outlive the test.
+  for (const hostProcess of hosts) if (hostProcess.pid !== undefined) killGroupOrPid(hostProcess.pid);
+  await Promise.allSettled(controllers.map((c) => c.dispose()));
+  await Promise.allSettled(trackers.map((t) => t.killAll()));
+  for (const pid of pids) killGroupOrPid(pid);
+  const all = [...pids, ...hosts.flatMap((p) => (p.pid === undefined ? [] : [p.pid]))];
+  await waitFor(() => all.every((p) => !pidAlive(p)), 'every test process to be gone', 5_000).catch(() => {});
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  const leaked = all.filter(pidAlive);
+  dirs = [];
+  pids = [];
+  hosts = [];
+  controllers = [];
+  trackers = [];
+  expect(leaked).toEqual([]);
+});
+
+/** Start a host process whose controller runs the SIGTERM- and EOF-ignoring server; resolves with the server's PID. */
+async function startHost(root: string, stateFile: string): Promise<{ host: ChildProcess; serverPid: number }> {
+  const script = `
+    import { createMcpController } from ${JSON.stringify(controllerModule)};
+    const c = createMcpController({ cwd: ${JSON.stringify(root)}, approvals: ${JSON.stringify(join(root, 'approvals.json'))},
+      watch: false, processStateFile: ${JSON.stringify(stateFile)} });
+    await c.addRuntimeServer('stubborn', ${JSON.stringify(stdioFixtureConfig('ignore-sigterm-server'))});
+    await c.start();
+    console.log(JSON.stringify(c.pids()));
+    setInterval(() => {}, 1000);
+  `;
+  const host = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  hosts.push(host);
+  let out = '';
+  let err = '';
+  host.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  host.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  await waitFor(() => out.includes(']') || host.exitCode !== null, 'the host to report its server', 20_000);
+  const [serverPid] = JSON.parse(out.trim().split('\n').at(-1) ?? '[]') as number[];
+  if (serverPid === undefined) throw new Error(`host reported no server (exit ${host.exitCode}): ${err}`);
+  pids.push(serverPid);
+  return { host, serverPid };
+}
+
+function controllerFor(root: string, stateFile: string): McpController {
+  const c = createMcpController({ cwd: root, approvals: join(root, 'approvals.json'), watch: false, killGraceMs: 300, processStateFile: stateFile });
+  controllers.push(c);
+  return c;
+}
+
+/** A detached process group leader that is not ours to kill. */
+function decoy(): number {
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore' });
+  child.unref();
+  pids.push(child.pid!);
+  return child.pid!;
+}
+
+/** A host identity that belongs to no live process (so its groups count as stale). */
+const deadOwner = { pid: 2 ** 22 + 7, start: 'gone:1' };
+
+function writeStateFile(file: string, groups: RecordedGroup[]): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify({ version: 1, groups }), { mode: 0o600 });
+}
+
+describe.runIf(isUnix)('reaping the orphans of a SIGKILLed host', () => {
+  it('a detached server that ignores SIGTERM and stdin EOF outlives its SIGKILLed host, and the next start kills it', async () => {
+    const root = tempDir();
+    const stateFile = join(tempDir(), 'state', 'processes.json');
+    const { host, serverPid } = await startHost(root, stateFile);
+
+    // Recorded while running, privately.
+    expect(statSync(stateFile).mode & 0o777).toBe(0o600);
+    const recorded = JSON.parse(readFileSync(stateFile, 'utf8')) as { groups: RecordedGroup[] };
+    expect(recorded.groups.map((g) => g.pgid)).toEqual([serverPid]);
+    expect(recorded.groups[0]!.cmdline).toContain(fixturePath('ignore-sigterm-server'));
+
+    host.kill('SIGKILL');
+    await waitFor(() => host.exitCode !== null || host.signalCode !== null, 'the host to die');
+    // No exit hook ran: the server is an orphan now.
+    expect(pidAlive(serverPid)).toBe(true);
+
+    const c = controllerFor(root, stateFile);
+    await c.start();
+    expect(pidAlive(serverPid)).toBe(false);
+    // The stale entry is gone; nothing else was recorded (the new controller has no servers).
+    expect(existsSync(stateFile)).toBe(false);
+  });
+
+  it('never kills a live process whose PID is recorded but whose command line or start time differs', async () => {
+    const root = tempDir();
+    const stateFile = join(tempDir(), 'processes.json');
+    const other = decoy();
+    const recycled = decoy();
+    const otherId = processIdentity(other)!;
+    const recycledId = processIdentity(recycled)!;
+    writeStateFile(stateFile, [
+      // Same process (start time matches), but not the command that was recorded.
+      { pgid: other, start: otherId.start, cmdline: ['node', '/some/mcp-server.js'], owner: deadOwner },
+      // Same command, but a different start: the PID was recycled.
+      { pgid: recycled, start: `${recycledId.start}0`, cmdline: recycledId.cmdline, owner: deadOwner },
+    ]);
+
+    const c = controllerFor(root, stateFile);
+    await c.start();
+    expect(pidAlive(other)).toBe(true);
+    expect(pidAlive(recycled)).toBe(true);
+    // Entries that can never match again are dropped.
+    expect(existsSync(stateFile)).toBe(false);
+  });
+
+  it('leaves the groups of a live host of the same workspace alone', async () => {
+    const root = tempDir();
+    const stateFile = join(tempDir(), 'processes.json');
+    const running = decoy();
+    const id = processIdentity(running)!;
+    const liveOwner = { pid: process.pid, start: processIdentity(process.pid)!.start };
+    writeStateFile(stateFile, [{ pgid: running, start: id.start, cmdline: id.cmdline, owner: liveOwner }]);
+
+    const c = controllerFor(root, stateFile);
+    await c.start();
+    expect(pidAlive(running)).toBe(true);
+    expect((JSON.parse(readFileSync(stateFile, 'utf8')) as { groups: RecordedGroup[] }).groups.map((g) => g.pgid)).toEqual([running]);
+  });
+});
+
+describe.runIf(isUnix)('the process state file', () => {
+  it('records a spawned group and drops it once the process exits on its own or is killed', async () => {
+    const stateFile = join(tempDir(), 'processes.json');
+    const t = new ProcessTracker({ graceMs: 300 });
+    trackers.push(t);
+    expect(await t.useStateFile(stateFile)).toEqual([]);
+    const read = (): number[] => (existsSync(stateFile) ? (JSON.parse(readFileSync(stateFile, 'utf8')) as { groups: RecordedGroup[] }).groups.map((g) => g.pgid) : []);
+
+    const quick = t.spawn(process.execPath, ['-e', 'process.stdin.once("data", () => process.exit(0))']);
+    const stubborn = t.spawn(process.execPath, [fixturePath('ignore-sigterm-server')]);
+    pids.push(quick.pid!, stubborn.pid!);
+    expect(read().sort()).toEqual([quick.pid!, stubborn.pid!].sort());
+    expect(statSync(stateFile).mode & 0o777).toBe(0o600);
+
+    quick.stdin!.write('bye\n');
+    await waitFor(() => !read().includes(quick.pid!), 'the exited process to be dropped from the file');
+    await t.killTree(stubborn.pid!);
+    expect(read()).toEqual([]);
+  });
+
+  it('defaults to one file per workspace under $XDG_STATE_HOME, falling back to ~/.local/state', () => {
+    const a = defaultProcessStatePath('/w/a', { XDG_STATE_HOME: '/state', HOME: '/home/u' });
+    expect(a.startsWith('/state/mcp-reconciler/processes/')).toBe(true);
+    expect(defaultProcessStatePath('/w/b', { XDG_STATE_HOME: '/state' })).not.toBe(a);
+    expect(defaultProcessStatePath('/w/a', { XDG_STATE_HOME: 'relative', HOME: '/home/u' }).startsWith('/home/u/.local/state/mcp-reconciler/')).toBe(true);
+  });
+});
