@@ -222,6 +222,11 @@ async function run(ctx: CliContext): Promise<number> {
 /** `serve`: the live registry as one MCP server, over stdio and/or streamable HTTP on loopback. */
 export const serveCommand: CliCommand = {
   name: 'serve',
+  examples: [
+    'mcp-reconciler serve --stdio                # register this command in Claude Desktop, Cursor or VS Code',
+    'mcp-reconciler serve --http --port 7331     # streamable HTTP on 127.0.0.1; the access token is printed on stderr',
+    'mcp-reconciler serve --stdio --servers github,docs',
+  ],
   summary: 'serve the managed servers’ tools and prompts as one MCP server (stdio or HTTP gateway)',
   options: {
     stdio: { type: 'boolean' },
