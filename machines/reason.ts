@@ -52,7 +52,9 @@ export type Reason =
   | 'reconnecting'
   | 'failed'
   | 'needs_auth'
-  | 'removed';
+  | 'removed'
+  /** Still connecting past its start timeout; it keeps starting in the background. */
+  | 'starting_slowly';
 
 /** Status shown to users (SPEC §7); `dormant`: tools usable, no process until the first call. */
 export type PublicStatus = 'pending' | 'connecting' | 'connected' | 'dormant' | 'failed' | 'needs-auth' | 'disabled';
@@ -91,7 +93,19 @@ export function stateNameOf(snapshot: ServerSnapshotLike): ServerStateName {
  * generation is on its way), otherwise the state's own name.
  */
 export function reasonOf(snapshot: ServerSnapshotLike): Reason | undefined {
+  if (isStartingSlowly(snapshot)) return 'starting_slowly';
   return reasonOfState(stateNameOf(snapshot));
+}
+
+/**
+ * A first connect that has run past its start timeout
+ * (`live.connecting.slow`): public state `connecting`, reason
+ * `starting_slowly`, and settled as far as `start()` is concerned.
+ */
+export function isStartingSlowly(snapshot: ServerSnapshotLike): boolean {
+  const live = typeof snapshot.value === 'object' && snapshot.value ? (snapshot.value as { live?: unknown }).live : undefined;
+  const connecting = typeof live === 'object' && live ? (live as { connecting?: unknown }).connecting : undefined;
+  return connecting === 'slow';
 }
 
 /** {@link reasonOf} for a state name. */

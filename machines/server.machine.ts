@@ -191,7 +191,14 @@ export function resolveLifecycle(policy?: Partial<LifecyclePolicy>): LifecyclePo
   const out: LifecyclePolicy = { ...DEFAULT_LIFECYCLE };
   if (policy?.startup === 'lazy' || policy?.startup === 'eager') out.startup = policy.startup;
   if (typeof policy?.idleTimeoutMs === 'number' && policy.idleTimeoutMs > 0) out.idleTimeoutMs = policy.idleTimeoutMs;
+  if (typeof policy?.startTimeoutMs === 'number' && policy.startTimeoutMs > 0) out.startTimeoutMs = policy.startTimeoutMs;
   return out;
+}
+
+/** The server's own `timeout`, else the controller's start timeout: when a first connect counts as slow. */
+export function startTimeoutOf(context: Pick<ServerContext, 'entry' | 'lifecycle'>): number {
+  const own = context.entry.config.timeout;
+  return typeof own === 'number' && own > 0 ? own : context.lifecycle.startTimeoutMs;
 }
 
 /** The server's own `startup`, else the controller default. */
@@ -343,6 +350,8 @@ export const serverMachine = setup({
     restartDelay: 0,
     /** How long a connected server may go without a call before it is stopped (parked when it never is: see `idleStops`). */
     idleDelay: ({ context }) => Math.min(idleTimeoutOf(context) ?? NEVER_MS, NEVER_MS),
+    /** How long a first connect may take before it is reported as starting slowly. */
+    startDelay: ({ context }) => Math.min(startTimeoutOf(context), NEVER_MS),
   },
 }).createMachine({
   id: 'server',
@@ -421,6 +430,14 @@ export const serverMachine = setup({
         connecting: {
           description: 'First connection of this admission (or a wake from dormant); holds only cached tools, if any.',
           entry: 'nextGeneration',
+          // The connect keeps running through both: a slow start is reported, not cut off.
+          initial: 'starting',
+          states: {
+            starting: { after: { startDelay: 'slow' } },
+            slow: {
+              description: 'Slower than its start timeout: still starting in the background; start() no longer waits for it.',
+            },
+          },
           invoke: {
             id: 'connect',
             src: 'connect',

@@ -149,7 +149,13 @@ export interface LifecyclePolicy {
   startup: StartupMode;
   /** Idle stop after this many ms without a call; `undefined` never stops. */
   idleTimeoutMs?: number;
+  /**
+   * A first connect still running after this long (the entry's `timeout`
+   * wins) is reported as starting slowly (`live.connecting.slow`): it keeps
+   * starting in the background, and `start()` stops waiting for it.
+   */
+  startTimeoutMs: number;
 }
 
 /** Eager, never idle-stopped: what a server does without `startup` / `idleTimeoutMs`. */
-export const DEFAULT_LIFECYCLE: Readonly<LifecyclePolicy> = Object.freeze({ startup: 'eager' });
+export const DEFAULT_LIFECYCLE: Readonly<LifecyclePolicy> = Object.freeze({ startup: 'eager', startTimeoutMs: 30_000 });

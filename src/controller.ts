@@ -5,7 +5,7 @@ import { createActor, fromCallback, fromPromise, type Actor, type AnyActorRef, t
 import type { CallToolResult, GetPromptResult } from '@modelcontextprotocol/sdk/types.js';
 import { reconcilerMachine } from '../machines/reconciler.machine.js';
 import { serverMachine, type ConnectionLostEvent } from '../machines/server.machine.js';
-import { publicStatusOf, reasonOf, SERVER_STATE_NAMES, stateNameOf } from '../machines/reason.js';
+import { isStartingSlowly, publicStatusOf, reasonOf, SERVER_STATE_NAMES, stateNameOf } from '../machines/reason.js';
 import { isGated } from '../machines/admission.js';
 import type { ApprovalDecision, DesiredMap, DesiredServer, ServerConfig } from '../machines/types.js';
 import { assemble } from './config/assemble.js';
@@ -204,6 +204,7 @@ export class McpController {
     const lifecycle = {
       ...(options.startup ? { startup: options.startup } : {}),
       ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
+      startTimeoutMs: options.connectTimeoutMs ?? 30_000,
     };
     this.actor = createActor(reconcilerMachine.provide({ actors: { server } }), {
       input: { desired: {}, gating: { excluded: [], trusted: true, approvals: {} }, backoff: options.backoff, lifecycle },
@@ -477,6 +478,8 @@ export class McpController {
         parentEnv: this.env,
         cwd: this.root,
         timeoutMs: this.options.connectTimeoutMs ?? 30_000,
+        // Slow starts are the machine's `connecting.slow`, not a failure (issue 13).
+        backgroundStart: true,
         clientInfo: { name: 'mcp-reconciler', version: '0.1.0' },
         onEvent: (e) => this.onConnectionEvent(name, token, e),
         ...(hold ? { startPhase: hold } : {}),
@@ -660,8 +663,10 @@ export class McpController {
   }
 
   private async waitSettled(timeoutMs: number): Promise<void> {
+    // A server starting slower than its start timeout is settled-with-reason: it keeps
+    // starting in the background, and the host need not wait for it.
     const settled = (): boolean =>
-      Object.values(this.serverActors()).every((ref) => SETTLED.has(stateNameOf(ref.getSnapshot())));
+      Object.values(this.serverActors()).every((ref) => SETTLED.has(stateNameOf(ref.getSnapshot())) || isStartingSlowly(ref.getSnapshot()));
     if (settled()) return;
     await new Promise<void>((resolve) => {
       // Not unref'd: a host awaiting start() must not exit underneath it.

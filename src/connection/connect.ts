@@ -52,6 +52,13 @@ export interface ConnectOptions {
   cwd: string;
   /** Connect + list timeout in ms. Default 30000; the entry's `timeout` wins. */
   timeoutMs?: number;
+  /**
+   * For stdio servers: no connect deadline. A server slower than `timeoutMs`
+   * keeps starting; the open ends on success, process exit, a transport error
+   * or `signal`. The caller reports the slow start (the machine's
+   * `connecting.slow`). Remote transports keep their deadline.
+   */
+  backgroundStart?: boolean;
   clientInfo?: { name: string; version: string };
   /** Called for each event after the connection is established; never after our own `close()`. */
   onEvent?: (event: ConnectionEvent) => void;
@@ -103,6 +110,8 @@ export interface LiveConnection {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** Request timeout of an open without a deadline: 24 h, the largest Node timers take comfortably. */
+const UNBOUNDED_OPEN_MS = 86_400_000;
 const DEFAULT_CLIENT_INFO = Object.freeze({ name: 'mcp-reconciler', version: '0.1.0' });
 /** A session DELETE on close is a courtesy; a dead server must not hold up close. */
 const TERMINATE_SESSION_MS = 1_000;
@@ -222,10 +231,16 @@ class Connection implements LiveConnection {
     if (outer?.aborted) throw this.abortedError(outer.reason);
     const deadline = new AbortController();
     let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      deadline.abort(new Error('timeout'));
-    }, this.timeoutMs);
+    // A stdio server still starting is not failing: with `backgroundStart` its open has
+    // no deadline and ends only on success, exit, a transport error or an abort.
+    const bounded = !(this.opts.backgroundStart === true && this.kind === 'stdio');
+    const openTimeout = bounded ? this.timeoutMs : UNBOUNDED_OPEN_MS;
+    const timer = bounded
+      ? setTimeout(() => {
+          timedOut = true;
+          deadline.abort(new Error('timeout'));
+        }, this.timeoutMs)
+      : undefined;
     const onOuterAbort = (): void => deadline.abort(outer?.reason);
     outer?.addEventListener('abort', onOuterAbort, { once: true });
     const interrupted = new Promise<never>((_, reject) => {
@@ -237,15 +252,15 @@ class Connection implements LiveConnection {
     try {
       this.transport = await race(this.buildTransport());
       try {
-        await race(this.client.connect(this.transport, { signal: deadline.signal, timeout: this.timeoutMs }));
+        await race(this.client.connect(this.transport, { signal: deadline.signal, timeout: openTimeout }));
       } catch (err) {
         if (deadline.signal.aborted || !this.shouldFallBackToSse(err)) throw err;
         // VS Code's and Cursor's rule for `type: http`: a 4xx to the first POST means an SSE-only server.
         await this.switchToSse();
-        await race(this.client.connect(this.transport, { signal: deadline.signal, timeout: this.timeoutMs }));
+        await race(this.client.connect(this.transport, { signal: deadline.signal, timeout: openTimeout }));
       }
       this.opts.startPhase?.initialized?.();
-      await this.initialList(race, deadline.signal);
+      await this.initialList(race, deadline.signal, openTimeout);
       if (deadline.signal.aborted) throw deadline.signal.reason;
       this.state = 'ready';
     } catch (err) {
@@ -290,8 +305,8 @@ class Connection implements LiveConnection {
     return this.shutdown();
   }
 
-  private async initialList(race: <T>(p: Promise<T>) => Promise<T>, signal: AbortSignal): Promise<void> {
-    const options = { signal, timeout: this.timeoutMs };
+  private async initialList(race: <T>(p: Promise<T>) => Promise<T>, signal: AbortSignal, timeout: number): Promise<void> {
+    const options = { signal, timeout };
     for (let i = 0; i < MAX_INITIAL_RELISTS; i++) {
       const seq = this.toolsSeq;
       await race(this.fetchTools(options));

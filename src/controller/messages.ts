@@ -44,6 +44,8 @@ export function fixFor(reason: Reason, server: string, cli = 'mcp-reconciler'): 
       return `sign in with \`${cli} auth ${arg}\` (a running watch connects it as soon as the tokens are stored), or fix the token or headers in its config`;
     case 'removed':
       return 'add it back to a config file if you still need it';
+    case 'starting_slowly':
+      return `wait for it (it keeps starting in the background; a call waits for it), or see why it is slow in its last error or by running its command by hand; raise "timeout" (ms) in its config if it always starts this slowly`;
   }
 }
 
@@ -70,5 +72,7 @@ export function describeReason(reason: Reason): string {
       return 'needs authorisation';
     case 'removed':
       return 'was removed from the config';
+    case 'starting_slowly':
+      return 'is still starting, slower than its start timeout';
   }
 }

@@ -142,15 +142,35 @@ describe('a crash-looping server', () => {
   });
 });
 
-describe('a connect that times out', () => {
-  it('is retried, then fails with the timeout in its last error', async () => {
+describe('a server slower than its start timeout', () => {
+  it('keeps starting in the background: start() stops waiting for it, it is reported as starting slowly, then connects without a retry', async () => {
     const ws = h.workspace();
-    const c = h.controller(ws, { backoff: { initialMs: 20, maxMs: 50, attempts: 2 } });
-    await c.addRuntimeServer('sluggish', stdioFixtureConfig('slow-server', { env: { START_DELAY_MS: '10000' }, timeout: 300 }));
+    // A readiness timeout far beyond the test's: start() resolving proves it did not wait for the slow one.
+    const c = h.controller(ws, { backoff: { initialMs: 20, maxMs: 50, attempts: 2 }, readyTimeoutMs: 10 * 60_000 });
+    await c.addRuntimeServer('sluggish', stdioFixtureConfig('slow-server', { env: { START_DELAY_MS: '2500' }, timeout: 300 }));
+    await c.addRuntimeServer('quick', stdioFixtureConfig('basic-server'));
     await c.start();
-    await waitState(c, 'sluggish', 'failed');
-    expect(row(c, 'sluggish').lastError).toMatch(/did not connect within 300 ms/);
-    expect(row(c, 'sluggish').generation).toBe(2);
-    await waitFor(() => c.pids().length === 0, 'the slow children to be killed');
+    expect(row(c, 'quick').state).toBe('connected');
+    const slow = row(c, 'sluggish');
+    expect(slow).toMatchObject({ state: 'connecting', status: 'connecting', reason: 'starting_slowly', generation: 1, attempt: 0 });
+    expect(c.unavailableReason('sluggish')).toBe('starting_slowly');
+    expect(c.toolUnavailableMessage('mcp__sluggish__ping')).toMatch(/"sluggish" is still starting, slower than its start timeout.*raise "timeout"/);
+    expect(c.pids()).toHaveLength(2);
+    await waitState(c, 'sluggish', 'connected');
+    // The same process, the same generation: it was never cut off and retried.
+    expect(row(c, 'sluggish')).toMatchObject({ generation: 1, reason: undefined, attempt: 0 });
+    expect(firstText(await c.callTool('mcp__sluggish__ping', {}))).toBe('pong');
+  });
+
+  it('fails only when its process exits while starting', async () => {
+    const ws = h.workspace();
+    const c = h.controller(ws, { backoff: { initialMs: 20, maxMs: 50, attempts: 2 }, readyTimeoutMs: 10 * 60_000 });
+    // Starts, stays silent past its start timeout, then dies: a real failure.
+    await c.addRuntimeServer('dies', { command: process.execPath, args: ['-e', 'setTimeout(() => process.exit(3), 1500)'], timeout: 200 });
+    await c.start();
+    expect(row(c, 'dies').reason).toBe('starting_slowly');
+    await waitState(c, 'dies', 'failed');
+    expect(row(c, 'dies').lastError).toMatch(/exit|code 3/);
+    await waitFor(() => c.pids().length === 0, 'the children to be gone');
   });
 });

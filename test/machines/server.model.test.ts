@@ -12,7 +12,7 @@ import { getShortestPaths, getSimplePaths, getStateNodes, type StatePath } from 
 import { initialTransition, transition, type AnyEventObject, type ExecutableActionsFrom, type SnapshotFrom } from 'xstate';
 import { admissionOf, approvalStateOf, isGated } from '../../machines/admission.js';
 import { serverMachine, type ServerInput } from '../../machines/server.machine.js';
-import { holdsTools, isLive, publicStatusOf, reasonOf, SERVER_STATE_NAMES, stateNameOf, type ServerStateName } from '../../machines/reason.js';
+import { holdsTools, isLive, isStartingSlowly, publicStatusOf, reasonOf, SERVER_STATE_NAMES, stateNameOf, type ServerStateName } from '../../machines/reason.js';
 import type { DesiredServer, GatingState, ServerConfig } from '../../machines/types.js';
 import { reconcilerMachine } from '../../machines/reconciler.machine.js';
 import { entry, openGating } from './fixtures.js';
@@ -26,6 +26,7 @@ const AFTER_RETRY = 'xstate.after.retryDelay.server.live.reconnecting.waiting';
 const AFTER_HEALTHY = 'xstate.after.healthyDelay.server.live.connected';
 const AFTER_RESTART = 'xstate.after.restartDelay.server.fingerprint_changed';
 const AFTER_IDLE = 'xstate.after.idleDelay.server.live.connected.idle';
+const AFTER_START = 'xstate.after.startDelay.server.live.connecting.starting';
 /** Fingerprints whose listing the simulated cache holds from the start (the controller sets `entry.cached` from it). */
 const CACHED_AT_START = new Set(['fC']);
 
@@ -126,6 +127,7 @@ function eventsFor(s: Snap, opts: Options): AnyEventObject[] {
   if (s.matches({ live: 'connected' })) out.push({ type: AFTER_HEALTHY });
   if (s.matches('fingerprint_changed')) out.push({ type: AFTER_RESTART });
   if (s.matches({ live: { connected: 'idle' } })) out.push({ type: AFTER_IDLE });
+  if (s.matches({ live: { connecting: 'starting' } })) out.push({ type: AFTER_START });
   // Tool calls: the wake of a dormant server and the idle bookkeeping (two at once is enough to overlap).
   if (opts.callEvents !== false) {
     if (s.context.calls < 2) out.push({ type: 'CALL_STARTED' });
@@ -274,7 +276,11 @@ function checkStep(prev: Snap | undefined, ev: AnyEventObject, next: Snap, actio
   check(next.status !== 'error', 'the machine never errors');
 
   // reason and status are the projection of the state, nothing else
-  check(reasonOf(next) === EXPECTED_REASON[name], `reasonOf(${name})`);
+  // A first connect past its start timeout says so; every other state's reason is its name's.
+  const slow = next.matches({ live: { connecting: 'slow' } });
+  check(reasonOf(next) === (slow ? 'starting_slowly' : EXPECTED_REASON[name]), `reasonOf(${name}${slow ? '.slow' : ''})`);
+  check(isStartingSlowly(next) === slow, 'isStartingSlowly is the connecting.slow node');
+  if (ev.type === AFTER_START) check(slow && same(next.context, prev?.context), 'the start timeout only marks the start slow: the connect goes on, nothing else changes');
   check(publicStatusOf(next) === EXPECTED_STATUS[name], `publicStatusOf(${name})`);
 
   const verdict = admissionOf(ctx.entry, ctx.gating);
