@@ -16,6 +16,8 @@ import {
   createMcpController,
   MemoryApprovalStore,
   MemoryTokenStore,
+  requestJwtAuthorizationGrant,
+  type AuthorizationGrantHandler,
   type ElicitationAnswer,
   type ElicitationRequest,
   type RegisteredTool,
@@ -29,6 +31,11 @@ interface ConformanceContext {
   client_secret?: string;
   private_key_pem?: string;
   signing_algorithm?: string;
+  /** Cross-app access (SEP-990): the user's ID token and where to exchange it. */
+  idp_client_id?: string;
+  idp_id_token?: string;
+  idp_issuer?: string;
+  idp_token_endpoint?: string;
 }
 
 const SERVER = 'conformance';
@@ -55,7 +62,32 @@ function oauthConfig(scenario: string, ctx: ConformanceContext): ServerOAuthConf
       ...(ctx.signing_algorithm ? { signingAlgorithm: ctx.signing_algorithm } : {}),
     };
   }
+  if (scenario === 'auth/cross-app-access-complete-flow' && ctx.client_id) {
+    return { grantType: 'jwt-bearer', clientId: ctx.client_id, ...(ctx.client_secret ? { clientSecret: ctx.client_secret } : {}) };
+  }
   return undefined;
+}
+
+/**
+ * The host side of cross-app access: the user's enterprise sign-in (here the
+ * suite's ID token) exchanged at the IdP for an ID-JAG addressed to the
+ * authorization server the controller discovered.
+ */
+function grantFromIdp(ctx: ConformanceContext): AuthorizationGrantHandler | undefined {
+  const { idp_token_endpoint: tokenEndpoint, idp_id_token: idToken, idp_client_id: clientId } = ctx;
+  if (!tokenEndpoint || !idToken || !clientId) return undefined;
+  return async (_server, grant) => {
+    const { jwtAuthGrant } = await requestJwtAuthorizationGrant({
+      tokenEndpoint,
+      idToken,
+      clientId,
+      audience: grant.audience,
+      resource: grant.resource,
+      ...(grant.scope ? { scope: grant.scope } : {}),
+      fetchFn: grant.fetch,
+    });
+    return jwtAuthGrant;
+  };
 }
 
 /**
@@ -100,6 +132,7 @@ async function main(): Promise<number> {
   }
   const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
   const ctx = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as ConformanceContext;
+  const onAuthorizationGrant = grantFromIdp(ctx);
   const workspace = mkdtempSync(join(tmpdir(), 'mcp-conformance-'));
   const controller = createMcpController({
     cwd: workspace,
@@ -111,6 +144,7 @@ async function main(): Promise<number> {
     backoff: { attempts: 1 },
     oauth: { tokenStore: new MemoryTokenStore(), clientMetadataUrl: CLIENT_METADATA_URL, clientName: 'mcp-reconciler-conformance' },
     onAuthorizationUrl: headlessBrowser,
+    ...(onAuthorizationGrant ? { onAuthorizationGrant } : {}),
     onElicitation: acceptWithDefaults,
     onSampling: async () => ({ role: 'assistant', model: 'conformance', content: { type: 'text', text: 'ok' } }),
     logger: { warn: (m) => process.stderr.write(`warn: ${m}\n`), error: (m) => process.stderr.write(`error: ${m}\n`) },

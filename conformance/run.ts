@@ -4,13 +4,22 @@
  * against conformance/client.ts, then one table: scenario, result, checks.
  * Exit 0 only when every scenario passed.
  *
- *   node dist/conformance/run.js [--scenario NAME] [--keep] [--verbose]
+ *   node dist/conformance/run.js [--scenario NAME] [--concurrency N] [--retries N]
+ *                                [--timeout MS] [--json FILE] [--keep] [--verbose]
+ *
+ * --concurrency  scenarios run at once (default 2)
+ * --retries      re-run a failed scenario up to N more times (default 0); a
+ *                pass on a later attempt is marked in the table
+ * --json FILE    also write the rows as JSON (test/conformance reads it)
+ *
+ * Each scenario runs in its own process group, which is killed once the
+ * scenario is over (or this runner is interrupted), so no client outlives it.
  *
  * The suite's bundle imports `fs.globSync` (Node >= 22) for a command we do
  * not use; conformance/node20-hook.mjs lets it load on Node 20.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -24,12 +33,16 @@ interface Check {
   description?: string;
 }
 
-interface Row {
+export interface Row {
   scenario: string;
   passed: number;
   failed: number;
   warnings: number;
   failures: string[];
+  /** 1 unless the scenario failed before and was run again (--retries). */
+  attempts: number;
+  /** Wall time of the last attempt. */
+  seconds: number;
 }
 
 /**
@@ -67,7 +80,7 @@ const SCENARIOS = [
   'auth/cross-app-access-complete-flow',
 ] as const;
 
-const CONCURRENCY = 2;
+const DEFAULT_CONCURRENCY = 2;
 
 // dist/conformance/run.js → the package root.
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -101,6 +114,8 @@ function collect(dir: string): Row[] {
         failed: failedChecks.length,
         warnings: checks.filter((c) => c.status === 'WARNING').length,
         failures: failedChecks.map((c) => `${c.id}: ${c.errorMessage ?? c.description ?? ''}`.trim()),
+        attempts: 1,
+        seconds: 0,
       });
     }
   };
@@ -108,9 +123,22 @@ function collect(dir: string): Row[] {
   return rows;
 }
 
+/** Process groups of the scenarios running now (killed on the way out). */
+const running = new Set<number>();
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** Run one scenario in its own process group; whatever is left of the group afterwards is killed. */
 function run(cmd: string, args: string[], verbose: boolean): Promise<number> {
   return new Promise((resolveRun, reject) => {
-    const child = spawn(cmd, args, { stdio: verbose ? 'inherit' : ['ignore', 'pipe', 'pipe'], cwd: ROOT });
+    const child = spawn(cmd, args, { stdio: verbose ? 'inherit' : ['ignore', 'pipe', 'pipe'], cwd: ROOT, detached: true });
+    if (child.pid !== undefined) running.add(child.pid);
     let tail = '';
     const keep = (chunk: Buffer): void => {
       tail = (tail + chunk.toString()).slice(-4000);
@@ -119,16 +147,45 @@ function run(cmd: string, args: string[], verbose: boolean): Promise<number> {
     child.stderr?.on('data', keep);
     child.on('error', reject);
     child.on('close', (code) => {
+      if (child.pid !== undefined) {
+        // The suite's client (a grandchild) must not outlive its scenario.
+        killGroup(child.pid, 'SIGKILL');
+        running.delete(child.pid);
+      }
       if (code !== 0 && code !== 1) process.stderr.write(tail);
       resolveRun(code ?? 1);
     });
   });
 }
 
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => {
+    for (const pid of running) killGroup(pid, 'SIGKILL');
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  });
+}
+
+function positiveInt(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number, got ${value}`);
+  return n;
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({
-    options: { scenario: { type: 'string' }, keep: { type: 'boolean' }, verbose: { type: 'boolean' }, timeout: { type: 'string' } },
+    options: {
+      scenario: { type: 'string' },
+      keep: { type: 'boolean' },
+      verbose: { type: 'boolean' },
+      timeout: { type: 'string' },
+      concurrency: { type: 'string' },
+      retries: { type: 'string' },
+      json: { type: 'string' },
+    },
   });
+  const concurrency = Math.max(1, positiveInt(values.concurrency, DEFAULT_CONCURRENCY, 'concurrency'));
+  const retries = positiveInt(values.retries, 0, 'retries');
   if (!existsSync(CLIENT)) {
     process.stderr.write(`${CLIENT} is missing: run \`npm run build\` first (npm run conformance does).\n`);
     return 2;
@@ -137,18 +194,39 @@ async function main(): Promise<number> {
   const queue: string[] = values.scenario ? [values.scenario] : [...SCENARIOS];
   const started = Date.now();
   const bin = suiteBin();
+  const rows: Row[] = [];
+  let runs = 0;
+  /** One attempt: its own results folder, so a retry does not mix with the first try. */
+  const attempt = async (scenario: string, n: number): Promise<Row> => {
+    const dir = join(out, String(++runs));
+    const t0 = Date.now();
+    await run(
+      process.execPath,
+      ['--import', HOOK, bin, 'client', '--command', `${process.execPath} ${CLIENT}`, '--scenario', scenario, '--timeout', values.timeout ?? '30000', '-o', dir],
+      values.verbose === true,
+    );
+    const found = existsSync(dir) ? collect(dir) : [];
+    const row: Row = found.find((r) => r.scenario === scenario) ?? {
+      scenario,
+      passed: 0,
+      failed: 1,
+      warnings: 0,
+      failures: ['the suite wrote no results for this scenario (run it with --verbose)'],
+      attempts: 1,
+      seconds: 0,
+    };
+    return { ...row, attempts: n, seconds: (Date.now() - t0) / 1000 };
+  };
   const worker = async (): Promise<void> => {
     for (let scenario = queue.shift(); scenario !== undefined; scenario = queue.shift()) {
-      await run(
-        process.execPath,
-        ['--import', HOOK, bin, 'client', '--command', `${process.execPath} ${CLIENT}`, '--scenario', scenario, '--timeout', values.timeout ?? '30000', '-o', out],
-        values.verbose === true,
-      );
+      let row = await attempt(scenario, 1);
+      while (row.failed > 0 && row.attempts <= retries) row = await attempt(scenario, row.attempts + 1);
+      rows.push(row);
     }
   };
   try {
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-    const rows = collect(out).sort((a, b) => a.scenario.localeCompare(b.scenario));
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    rows.sort((a, b) => a.scenario.localeCompare(b.scenario));
     if (rows.length === 0) {
       process.stderr.write('the conformance suite produced no results; run with --verbose to see why\n');
       return 1;
@@ -157,12 +235,16 @@ async function main(): Promise<number> {
     const lines = [`${'scenario'.padEnd(width)}  result  checks`, `${'-'.repeat(width)}  ------  ------`];
     for (const r of rows) {
       const ok = r.failed === 0;
-      lines.push(`${r.scenario.padEnd(width)}  ${ok ? 'PASS  ' : 'FAIL  '}  ${r.passed} passed, ${r.failed} failed${r.warnings ? `, ${r.warnings} warnings` : ''}`);
+      const retried = r.attempts > 1 ? ` (attempt ${r.attempts})` : '';
+      lines.push(
+        `${r.scenario.padEnd(width)}  ${ok ? 'PASS  ' : 'FAIL  '}  ${r.passed} passed, ${r.failed} failed${r.warnings ? `, ${r.warnings} warnings` : ''}, ${r.seconds.toFixed(1)} s${retried}`,
+      );
       for (const f of r.failures) lines.push(`${' '.repeat(width)}          ✗ ${f.slice(0, 200)}`);
     }
     const passed = rows.filter((r) => r.failed === 0).length;
     lines.push('', `${passed}/${rows.length} scenarios passed (${((Date.now() - started) / 1000).toFixed(1)} s)`);
     process.stdout.write(`${lines.join('\n')}\n`);
+    if (values.json) writeFileSync(values.json, `${JSON.stringify(rows, null, 2)}\n`);
     if (values.keep) process.stdout.write(`results kept in ${out}\n`);
     return passed === rows.length ? 0 : 1;
   } finally {

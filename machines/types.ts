@@ -71,8 +71,12 @@ export interface ServerOAuthConfig {
   scopes?: string[] | string;
   /** How the client authenticates at the token endpoint. */
   tokenEndpointAuthMethod?: 'client_secret_basic' | 'client_secret_post' | 'none' | 'private_key_jwt';
-  /** `authorization_code` (default, a user signs in) or `client_credentials` (machine to machine). */
-  grantType?: 'authorization_code' | 'client_credentials';
+  /**
+   * `authorization_code` (default, a user signs in), `client_credentials`
+   * (machine to machine) or `jwt-bearer` (cross-app access, SEP-990: the
+   * host's `onAuthorizationGrant` supplies an ID-JAG from the enterprise IdP).
+   */
+  grantType?: 'authorization_code' | 'client_credentials' | 'jwt-bearer';
   /** PEM private key for `private_key_jwt` client credentials; write it as `${VAR}`. */
   privateKey?: string;
   /** JWS algorithm of the private-key JWT. Default RS256. */

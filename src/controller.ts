@@ -153,6 +153,7 @@ export class McpController {
     this.oauth = new OAuthManager({
       store: typeof tokenStore === 'object' ? tokenStore : new FileTokenStore(tokenStore ?? defaultTokenStorePath(this.env)),
       ...(options.onAuthorizationUrl ? { onAuthorizationUrl: options.onAuthorizationUrl } : {}),
+      ...(options.onAuthorizationGrant ? { onAuthorizationGrant: options.onAuthorizationGrant } : {}),
       ...(options.oauth?.clientName ? { clientName: options.oauth.clientName } : {}),
       ...(options.oauth?.clientMetadataUrl ? { clientMetadataUrl: options.oauth.clientMetadataUrl } : {}),
       ...(options.oauth?.authorizationTimeoutMs ? { authorizationTimeoutMs: options.oauth.authorizationTimeoutMs } : {}),

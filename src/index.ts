@@ -26,6 +26,14 @@ export { FORMAT_NAMES, type FormatName } from './config/formats.js';
 export { McpReconcilerError, ErrorCode } from './errors.js';
 export { FileTokenStore, MemoryTokenStore, defaultTokenStorePath, credentialKey, type TokenStore, type StoredCredentials } from './auth/token-store.js';
 export type { AuthorizationUrlHandler, AuthorizeOptions } from './auth/manager.js';
+export {
+  requestJwtAuthorizationGrant,
+  discoverAndRequestJwtAuthorizationGrant,
+  type AuthorizationGrantHandler,
+  type AuthorizationGrantContext,
+  type RequestJwtAuthorizationGrantOptions,
+  type JwtAuthorizationGrant,
+} from './auth/cross-app-access.js';
 export type {
   ElicitationHandler,
   ElicitationRequest,

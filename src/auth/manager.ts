@@ -18,6 +18,7 @@ import { auth, extractWWWAuthenticateParams, type OAuthClientProvider } from '@m
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { DesiredServer, ServerOAuthConfig } from '../../machines/types.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
+import { CrossAppAccessProvider, type AuthorizationGrantHandler } from './cross-app-access.js';
 import { startLoopback, type LoopbackReceiver } from './loopback.js';
 import { clientCredentialsProvider, StoredOAuthProvider } from './oauth-provider.js';
 import { credentialKey, type TokenStore } from './token-store.js';
@@ -41,6 +42,8 @@ export interface OAuthManagerOptions {
   clientMetadataUrl?: string;
   /** How long a started authorization waits for the browser to come back. Default 5 minutes. */
   authorizationTimeoutMs?: number;
+  /** Supplies the ID-JAG of servers with `oauth.grantType: "jwt-bearer"` (cross-app access, SEP-990). */
+  onAuthorizationGrant?: AuthorizationGrantHandler;
   /** Warnings (never token values). */
   warn?: (message: string) => void;
 }
@@ -237,7 +240,7 @@ export class OAuthManager {
     }
     s?.flow?.abort.abort();
     const clientName = this.opts.clientName ?? 'mcp-reconciler';
-    const machine = clientCredentialsProvider(config, clientName);
+    const machine = clientCredentialsProvider(config, clientName) ?? this.crossAppAccessProvider(name, entry.config.url!, config, clientName);
     const provider = machine
       ? undefined
       : await new StoredOAuthProvider({
@@ -251,6 +254,31 @@ export class OAuthManager {
     s = Object.assign({ key, provider, machine, flow: undefined, lastStepUp: undefined }, { signature });
     this.sessions.set(name, s);
     return s;
+  }
+
+  /**
+   * The jwt-bearer provider (cross-app access, SEP-990) when the config asks
+   * for it: the SDK's `auth()` does the grant, the host's
+   * `onAuthorizationGrant` supplies the ID-JAG.
+   */
+  private crossAppAccessProvider(name: string, serverUrl: string, config: ServerOAuthConfig | undefined, clientName: string): OAuthClientProvider | undefined {
+    if (config?.grantType !== 'jwt-bearer') return undefined;
+    const scopes = config.scopes === undefined ? undefined : Array.isArray(config.scopes) ? config.scopes.join(' ') : config.scopes;
+    const method = config.tokenEndpointAuthMethod;
+    return new CrossAppAccessProvider({
+      serverUrl,
+      clientId: config.clientId ?? '',
+      ...(config.clientSecret !== undefined ? { clientSecret: config.clientSecret } : {}),
+      ...(method && method !== 'private_key_jwt' ? { tokenEndpointAuthMethod: method } : {}),
+      ...(scopes?.trim() ? { scope: scopes.trim() } : {}),
+      clientName,
+      assertion: (context) => {
+        if (!config.clientId) throw new Error(`server "${name}" uses grantType "jwt-bearer" but its oauth config has no clientId`);
+        const hook = this.opts.onAuthorizationGrant;
+        if (!hook) throw new Error(`server "${name}" uses grantType "jwt-bearer" but the host gave no onAuthorizationGrant hook to supply the ID-JAG`);
+        return hook(name, context);
+      },
+    });
   }
 
   /** The challenge in `response` this manager should answer, if any. */
@@ -296,7 +324,7 @@ export class OAuthManager {
         return (await auth(session.machine, base)) === 'AUTHORIZED';
       } catch (err) {
         session.lastError = describeError(err);
-        this.opts.warn?.(`OAuth client credentials for "${name}" failed: ${session.lastError}`);
+        this.opts.warn?.(`OAuth ${entry.config.oauth?.grantType ?? 'client_credentials'} grant for "${name}" failed: ${session.lastError}`);
         return false;
       }
     }

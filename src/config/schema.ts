@@ -54,7 +54,7 @@ const oauthSchema = z.object({
   clientSecret: z.string().optional(),
   scopes: z.union([z.array(z.string()), z.string()]).optional(),
   tokenEndpointAuthMethod: z.enum(['client_secret_basic', 'client_secret_post', 'none', 'private_key_jwt']).optional(),
-  grantType: z.enum(['authorization_code', 'client_credentials']).optional(),
+  grantType: z.enum(['authorization_code', 'client_credentials', 'jwt-bearer']).optional(),
   privateKey: z.string().optional(),
   signingAlgorithm: nonEmpty.optional(),
   callbackPort: z.number().int().min(1).max(65_535).optional(),

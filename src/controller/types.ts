@@ -8,6 +8,7 @@ import type { EnvPolicy } from '../connection/env.js';
 import type { RegisteredPrompt, RegisteredTool, SkippedTool } from '../registry/registry.js';
 import type { ElicitationHandler, SamplingHandler } from '../connection/client-capabilities.js';
 import type { AuthorizationUrlHandler } from '../auth/manager.js';
+import type { AuthorizationGrantHandler } from '../auth/cross-app-access.js';
 import type { TokenStore } from '../auth/token-store.js';
 import type { Root } from '@modelcontextprotocol/sdk/types.js';
 
@@ -153,6 +154,14 @@ export interface McpControllerOptions {
    * once. Return a promise to have the connection wait for it.
    */
   onAuthorizationUrl?: AuthorizationUrlHandler;
+  /**
+   * Supplies the ID-JAG for servers whose config says `oauth.grantType:
+   * "jwt-bearer"` (cross-app access, SEP-990): given the MCP authorization
+   * server (`audience`) and `resource`, exchange the user's IdP ID token,
+   * e.g. with `requestJwtAuthorizationGrant()`. The controller then does the
+   * JWT-bearer grant itself. Called whenever a new access token is needed.
+   */
+  onAuthorizationGrant?: AuthorizationGrantHandler;
   /** OAuth client settings. */
   oauth?: {
     /** Token store, or the path of its JSON file. Default `~/.config/mcp-reconciler/oauth.json` (0600). */

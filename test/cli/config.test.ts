@@ -8,7 +8,7 @@ import { canonicalRoot, FileApprovalStore } from '../../src/approvals/store.js';
 import { runCliCaptured, type CliRun as Run } from '../helpers/cli.js';
 
 const repo = resolve(import.meta.dirname, '../..');
-const demo = join(repo, 'examples/demo-workspace');
+const demo = join(repo, 'test/fixtures/watch-workspace');
 const demoUser = join(demo, 'user-settings.json');
 
 let home: string;

@@ -98,7 +98,7 @@ describe('suggested commands quote server names for POSIX shells', () => {
   it('`status` lists pending names shell-quoted in its hint', async () => {
     const ws = gatedWorkspace(['docs; touch PWNED; echo']);
     const r = await run(ws, 'status');
-    expect(r.stderr).toContain("hint: 'docs; touch PWNED; echo' wait for approval");
+    expect(r.stderr).toContain("hint: 'docs; touch PWNED; echo' waits for approval: mcp-reconciler approve 'docs; touch PWNED; echo'");
   });
 
   it("the dashboard's fix text is safe to paste (approve and reconnect)", async () => {

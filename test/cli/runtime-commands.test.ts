@@ -66,7 +66,7 @@ describe('status', () => {
     expect(r.stdout).toMatch(/^NAME\s+SCOPE\s+STATE\s+TOOLS\s+REASON/);
     expect(r.stdout).toMatch(/notes\s+user\s+connected\s+5/);
     expect(r.stdout).toMatch(/docs\s+project\s+pending_approval\s+0\s+pending_approval\s+\.mcp\.json/);
-    expect(r.stderr).toContain('hint: docs wait for approval: mcp-reconciler approve NAME');
+    expect(r.stderr).toContain('hint: docs waits for approval: mcp-reconciler approve docs');
   });
 });
 

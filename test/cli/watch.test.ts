@@ -15,7 +15,7 @@ import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
 
 const SLOW = 30_000;
 const main = join(repoRoot, 'dist', 'src', 'cli', 'main.js');
-const demo = join(repoRoot, 'examples', 'demo-workspace');
+const demo = join(repoRoot, 'test', 'fixtures', 'watch-workspace');
 
 interface Line {
   event: string;
@@ -37,7 +37,7 @@ function copyDemo(): string {
     for (const name of readdirSync(path)) {
       const file = join(path, name);
       if (statSync(file).isDirectory()) rewrite(file);
-      else writeFileSync(file, readFileSync(file, 'utf8').replaceAll('${workspaceFolder}/../../dist/test/fixtures/basic-server.js', fixture));
+      else writeFileSync(file, readFileSync(file, 'utf8').replaceAll('${workspaceFolder}/../../../dist/test/fixtures/basic-server.js', fixture));
     }
   };
   rewrite(join(dir, 'ws'));

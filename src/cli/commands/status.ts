@@ -35,7 +35,8 @@ async function run(ctx: CliContext): Promise<number> {
     for (const i of issues) ctx.io.stderr.write(`warning: ${formatIssue(i)}\n`);
     const pending = rows.filter((r) => r.reason === 'pending_approval').map((r) => r.name);
     // Shell-quoted: a name from a checked-in file must be safe to paste after `approve`.
-    if (pending.length > 0) ctx.io.stderr.write(`hint: ${pending.map(shellQuote).join(', ')} wait for approval: mcp-reconciler approve NAME\n`);
+    if (pending.length === 1) ctx.io.stderr.write(`hint: ${shellQuote(pending[0]!)} waits for approval: mcp-reconciler approve ${shellQuote(pending[0]!)}\n`);
+    else if (pending.length > 1) ctx.io.stderr.write(`hint: ${pending.map(shellQuote).join(', ')} wait for approval: mcp-reconciler approve NAME\n`);
   }
   return 0;
 }
