@@ -5,11 +5,11 @@ import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js'
 import { withController } from '../controller-session.js';
 import { displayPath, table } from '../output.js';
 
-/** One human line per server: name, scope, state, tools, reason, source, transport (the one in use once connected). */
+/** One human line per server: name, scope, state, tools, reason, source, transport (the one in use once connected), stdio PID. */
 export function statusTable(rows: readonly ServerStatus[], root: string, home: string): string {
   if (rows.length === 0) return 'no servers configured';
   return table([
-    ['NAME', 'SCOPE', 'STATE', 'TOOLS', 'REASON', 'SOURCE', 'TRANSPORT'],
+    ['NAME', 'SCOPE', 'STATE', 'TOOLS', 'REASON', 'SOURCE', 'TRANSPORT', 'PID'],
     ...rows.map((r) => [
       r.name,
       r.scope ?? '-',
@@ -18,6 +18,7 @@ export function statusTable(rows: readonly ServerStatus[], root: string, home: s
       r.reason ?? (r.lastError ? `error: ${r.lastError.split('\n')[0]!.slice(0, 80)}` : '-'),
       r.source ? displayPath(r.source, root, home) : '-',
       r.transport ?? '-',
+      r.pid === undefined ? '-' : String(r.pid),
     ]),
   ]);
 }
