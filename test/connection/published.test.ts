@@ -2,15 +2,15 @@ import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openConnection, type ConnectOptions, type LiveConnection } from '../../src/connection/connect.js';
+import type { ConnectOptions } from '../../src/connection/connect.js';
 import { ProcessTracker } from '../../src/connection/processes.js';
 import { desiredServer, modulePath } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
-import { eventLog, expectNoSurvivors, firstText } from './support.js';
+import { connectionCollector, eventLog, expectNoSurvivors, firstText } from './support.js';
 import { freePort } from '../helpers/ports.js';
 
 const tracker = new ProcessTracker({ graceMs: 1_000 });
-const connections: LiveConnection[] = [];
+const { connect, closeAll } = connectionCollector();
 const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-published-')));
 const everything = modulePath('@modelcontextprotocol/server-everything/dist/index.js');
 
@@ -18,15 +18,10 @@ function options(extra: Partial<ConnectOptions> = {}): ConnectOptions {
   return { generation: 1, tracker, cwd: tmp, ...extra };
 }
 
-async function connect(...args: Parameters<typeof openConnection>): Promise<LiveConnection> {
-  const conn = await openConnection(...args);
-  connections.push(conn);
-  return conn;
-}
 
 
 afterAll(async () => {
-  await Promise.all(connections.map((c) => c.close()));
+  await closeAll();
   await expectNoSurvivors([tracker]);
   rmSync(tmp, { recursive: true, force: true });
 });

@@ -1,17 +1,17 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { openConnection, type ConnectOptions, type LiveConnection } from '../../src/connection/connect.js';
+import { openConnection, type ConnectOptions } from '../../src/connection/connect.js';
 import { ProcessTracker } from '../../src/connection/processes.js';
 import { createBasicServer } from '../fixtures/basic-tools.js';
 import { startHttpFixture, type HttpFixture } from '../fixtures/http-fixture.js';
 import { desiredServer } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
-import { connectError, eventLog, expectNoSurvivors, firstText } from './support.js';
+import { connectionCollector, connectError, eventLog, expectNoSurvivors, firstText } from './support.js';
 
 const tracker = new ProcessTracker({ graceMs: 500 });
 const fixtures: HttpFixture[] = [];
-const connections: LiveConnection[] = [];
+const { connect, closeAll } = connectionCollector();
 
 function options(extra: Partial<ConnectOptions> = {}): ConnectOptions {
   return { generation: 1, tracker, cwd: process.cwd(), timeoutMs: 10_000, ...extra };
@@ -23,15 +23,10 @@ async function fixture(opts: Parameters<typeof startHttpFixture>[0] = {}): Promi
   return f;
 }
 
-async function connect(...args: Parameters<typeof openConnection>): Promise<LiveConnection> {
-  const conn = await openConnection(...args);
-  connections.push(conn);
-  return conn;
-}
 
 
 afterAll(async () => {
-  await Promise.all(connections.map((c) => c.close()));
+  await closeAll();
   await Promise.all(fixtures.map((f) => f.close()));
   await expectNoSurvivors([tracker]);
 });

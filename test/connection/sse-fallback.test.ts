@@ -1,29 +1,24 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { openConnection, type ConnectOptions, type LiveConnection } from '../../src/connection/connect.js';
+import { openConnection, type ConnectOptions } from '../../src/connection/connect.js';
 import { ProcessTracker } from '../../src/connection/processes.js';
 import { startHttpFixture, type HttpFixture } from '../fixtures/http-fixture.js';
 import { desiredServer } from '../helpers/fixtures.js';
-import { expectNoSurvivors } from './support.js';
+import { connectionCollector, expectNoSurvivors } from './support.js';
 
 // VS Code and Cursor connect a `type: http` server with streamable HTTP and,
 // when the first request gets a 4xx, over SSE. The fixture serves SSE on /sse
 // and answers a POST there with 404, like an SSE-only server.
 const tracker = new ProcessTracker({ graceMs: 500 });
-const connections: LiveConnection[] = [];
+const { connect, closeAll } = connectionCollector();
 let fixture: HttpFixture;
 
 function options(): ConnectOptions {
   return { generation: 1, tracker, cwd: process.cwd(), timeoutMs: 10_000 };
 }
 
-async function connect(...args: Parameters<typeof openConnection>): Promise<LiveConnection> {
-  const conn = await openConnection(...args);
-  connections.push(conn);
-  return conn;
-}
 
 afterAll(async () => {
-  await Promise.all(connections.map((c) => c.close()));
+  await closeAll();
   await fixture?.close();
   await expectNoSurvivors([tracker]);
 });

@@ -1,6 +1,6 @@
 /** Shared bits of the connection tests: event capture and the no-orphans check. */
 import { expect } from 'vitest';
-import type { ConnectionEvent } from '../../src/connection/connect.js';
+import { openConnection, type ConnectionEvent, type LiveConnection } from '../../src/connection/connect.js';
 import type { ProcessTracker } from '../../src/connection/processes.js';
 import { McpReconcilerError } from '../../src/errors.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
@@ -45,4 +45,22 @@ export async function connectError(promise: Promise<unknown>): Promise<McpReconc
     return err as McpReconcilerError;
   }
   throw new Error('expected the connection to fail');
+}
+
+/**
+ * `openConnection` that remembers every connection it opened, so a test
+ * file's `afterAll` can close them all with `closeAll()`.
+ */
+export function connectionCollector(): { connect: typeof openConnection; closeAll: () => Promise<void> } {
+  const connections: LiveConnection[] = [];
+  return {
+    async connect(...args: Parameters<typeof openConnection>): Promise<LiveConnection> {
+      const conn = await openConnection(...args);
+      connections.push(conn);
+      return conn;
+    },
+    async closeAll() {
+      await Promise.all(connections.map((c) => c.close()));
+    },
+  };
 }

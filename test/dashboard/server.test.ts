@@ -220,3 +220,21 @@ describe('startDashboard', () => {
     ).rejects.toThrow(/ECONNREFUSED/);
   });
 });
+
+// Names that are Object.prototype members: an unknown `toString` is 404 (not
+// configured), never a 400 from treating Object.prototype.toString as a config entry.
+describe('POST /api/{approve,reject,reconnect} with prototype-member names', () => {
+  for (const action of ['approve', 'reject', 'reconnect']) {
+    for (const name of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) {
+      it(`${action} "${name}" is 404 naming the server`, async () => {
+        const r = await call(`/api/${action}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-dashboard-token': dashboard.token },
+          body: JSON.stringify({ server: name }),
+        });
+        expect(r.status).toBe(404);
+        expect((JSON.parse(r.body) as { error: string }).error).toContain(`no MCP server named "${name}" is configured`);
+      });
+    }
+  }
+});
