@@ -19,7 +19,7 @@
  * not use; conformance/node20-hook.mjs lets it load on Node 20.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -125,6 +125,8 @@ function collect(dir: string): Row[] {
 
 /** Process groups of the scenarios running now (killed on the way out). */
 const running = new Set<number>();
+/** The results folder to remove on the way out (unless --keep). */
+let scratch: string | undefined;
 
 function killGroup(pid: number, signal: NodeJS.Signals): void {
   try {
@@ -135,9 +137,11 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
 }
 
 /** Run one scenario in its own process group; whatever is left of the group afterwards is killed. */
-function run(cmd: string, args: string[], verbose: boolean): Promise<number> {
+function run(cmd: string, args: string[], verbose: boolean, tmp: string): Promise<number> {
   return new Promise((resolveRun, reject) => {
-    const child = spawn(cmd, args, { stdio: verbose ? 'inherit' : ['ignore', 'pipe', 'pipe'], cwd: ROOT, detached: true });
+    // TMPDIR inside the results folder: what a killed client leaves behind goes with it.
+    const env = { ...process.env, TMPDIR: tmp };
+    const child = spawn(cmd, args, { stdio: verbose ? 'inherit' : ['ignore', 'pipe', 'pipe'], cwd: ROOT, detached: true, env });
     if (child.pid !== undefined) running.add(child.pid);
     let tail = '';
     const keep = (chunk: Buffer): void => {
@@ -161,6 +165,7 @@ function run(cmd: string, args: string[], verbose: boolean): Promise<number> {
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.on(signal, () => {
     for (const pid of running) killGroup(pid, 'SIGKILL');
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
     process.exit(signal === 'SIGINT' ? 130 : 143);
   });
 }
@@ -191,6 +196,9 @@ async function main(): Promise<number> {
     return 2;
   }
   const out = mkdtempSync(join(tmpdir(), 'mcp-conformance-results-'));
+  if (!values.keep) scratch = out;
+  const tmp = join(out, 'tmp');
+  mkdirSync(tmp);
   const queue: string[] = values.scenario ? [values.scenario] : [...SCENARIOS];
   const started = Date.now();
   const bin = suiteBin();
@@ -204,6 +212,7 @@ async function main(): Promise<number> {
       process.execPath,
       ['--import', HOOK, bin, 'client', '--command', `${process.execPath} ${CLIENT}`, '--scenario', scenario, '--timeout', values.timeout ?? '30000', '-o', dir],
       values.verbose === true,
+      tmp,
     );
     const found = existsSync(dir) ? collect(dir) : [];
     const row: Row = found.find((r) => r.scenario === scenario) ?? {

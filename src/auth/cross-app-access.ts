@@ -87,8 +87,9 @@ export interface JwtAuthorizationGrant {
 
 /**
  * Step 1: exchange an ID token for an ID-JAG at the IdP (RFC 8693 token
- * exchange with `requested_token_type` id-jag). Throws the SDK's `OAuthError`
- * for an OAuth error answer, an `Error` for anything else that is not an ID-JAG.
+ * exchange with `requested_token_type` id-jag). Throws an `Error` naming the
+ * OAuth error code when the IdP refuses (the SDK's `OAuthError` is its
+ * `cause`), and when the answer is not an ID-JAG.
  */
 export async function requestJwtAuthorizationGrant(options: RequestJwtAuthorizationGrantOptions): Promise<JwtAuthorizationGrant> {
   const params = new URLSearchParams({
@@ -108,7 +109,12 @@ export async function requestJwtAuthorizationGrant(options: RequestJwtAuthorizat
     headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
     body: params.toString(),
   });
-  if (!response.ok) throw await parseErrorResponse(response);
+  if (!response.ok) {
+    const refusal = await parseErrorResponse(response);
+    throw new Error(`the identity provider refused the token exchange (HTTP ${response.status}): ${refusal.errorCode}${refusal.message ? ` — ${refusal.message}` : ''}`, {
+      cause: refusal,
+    });
+  }
   const body = (await response.json().catch(() => undefined)) as Record<string, unknown> | undefined;
   if (typeof body?.access_token !== 'string' || body.access_token === '') {
     throw new Error('the identity provider answered the token exchange without an access_token');

@@ -321,7 +321,10 @@ export class OAuthManager {
     };
     if (session.machine) {
       try {
-        return (await auth(session.machine, base)) === 'AUTHORIZED';
+        const ok = (await auth(session.machine, base)) === 'AUTHORIZED';
+        // In-band the caller retries its request; an explicit authorize() must tell the server.
+        if (ok && explicit && !this.disposed) for (const l of this.listeners) safe(() => l(name));
+        return ok;
       } catch (err) {
         session.lastError = describeError(err);
         this.opts.warn?.(`OAuth ${entry.config.oauth?.grantType ?? 'client_credentials'} grant for "${name}" failed: ${session.lastError}`);
