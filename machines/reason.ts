@@ -163,6 +163,16 @@ export function publicStatusOfState(state: ServerStateName): PublicStatus {
 }
 
 /**
+ * Whether a server in `state` is on its way to a connection: `connecting`,
+ * `reconnecting` or `fingerprint_changed` (public status `connecting`). Such
+ * a server has not settled for `start()`, and a call it cannot take now is
+ * worth retrying in a moment.
+ */
+export function isInTransit(state: ServerStateName): boolean {
+  return publicStatusOfState(state) === 'connecting';
+}
+
+/**
  * True in `connecting`, `connected` and `reconnecting`: a connection is open
  * or being opened. In every other state the server has no client and no
  * process — `dormant` included, although the machine keeps it under `live`

@@ -1,0 +1,74 @@
+import type { AnyActorRef } from 'xstate';
+import { stateNameOf } from '../../machines/reason.js';
+import type { DesiredMap } from '../../machines/types.js';
+import { OAuthManager } from '../auth/manager.js';
+import { defaultTokenStorePath, FileTokenStore } from '../auth/token-store.js';
+import type { Logger, McpControllerOptions, ServerStateName } from './types.js';
+
+/** What the OAuth hooks need from the controller. */
+export interface AuthHooksDeps {
+  options: McpControllerOptions;
+  env: NodeJS.ProcessEnv;
+  logger: Logger;
+  /** Tell the reconciler that `name` has new tokens. */
+  sendAuthenticated(name: string): void;
+  /** The reconciler runs (started and not stopped), so it can be told. */
+  running(): boolean;
+  disposing(): boolean;
+  serverActors(): Record<string, AnyActorRef>;
+  /** The desired map as last reconciled. */
+  desired(): DesiredMap;
+}
+
+/**
+ * The controller's side of OAuth (issue 11): the token manager, and waking
+ * servers in `needs_auth` when tokens arrive — from an authorization this
+ * process ran, from another process (`mcp-reconciler auth`) writing the token
+ * store, or while a connect attempt was still failing with 401.
+ */
+export class AuthHooks {
+  readonly oauth: OAuthManager;
+  /** Servers that got new tokens since their current connect attempt began. */
+  private readonly fresh = new Set<string>();
+
+  constructor(private readonly deps: AuthHooksDeps) {
+    const { options } = deps;
+    const tokenStore = options.oauth?.tokenStore;
+    this.oauth = new OAuthManager({
+      store: typeof tokenStore === 'object' ? tokenStore : new FileTokenStore(tokenStore ?? defaultTokenStorePath(deps.env)),
+      ...(options.onAuthorizationUrl ? { onAuthorizationUrl: options.onAuthorizationUrl } : {}),
+      ...(options.onAuthorizationGrant ? { onAuthorizationGrant: options.onAuthorizationGrant } : {}),
+      ...(options.oauth?.clientName ? { clientName: options.oauth.clientName } : {}),
+      ...(options.oauth?.clientMetadataUrl ? { clientMetadataUrl: options.oauth.clientMetadataUrl } : {}),
+      ...(options.oauth?.authorizationTimeoutMs ? { authorizationTimeoutMs: options.oauth.authorizationTimeoutMs } : {}),
+      warn: (message) => deps.logger.warn(message),
+    });
+    this.oauth.onAuthorized((name) => this.tokensArrived(name));
+  }
+
+  /** A connect attempt of `name` begins: tokens that arrive from here on are news to it. */
+  connectStarted(name: string): void {
+    this.fresh.delete(name);
+  }
+
+  /** `name` entered `state`: tokens that came in while its attempt was still failing with 401 are used now. */
+  onState(name: string, state: ServerStateName): void {
+    if (state === 'needs_auth' && this.fresh.has(name)) queueMicrotask(() => this.deps.sendAuthenticated(name));
+  }
+
+  /** After the token store changed: servers in needs_auth whose URL now has tokens try again. */
+  async pickUpStoredTokens(): Promise<void> {
+    for (const [name, ref] of Object.entries(this.deps.serverActors())) {
+      if (stateNameOf(ref.getSnapshot()) !== 'needs_auth') continue;
+      const entry = this.deps.desired()[name];
+      if (entry && (await this.oauth.hasTokens(entry).catch(() => false))) this.tokensArrived(name);
+    }
+  }
+
+  /** New tokens for `name`: a server waiting in needs_auth connects with them. */
+  private tokensArrived(name: string): void {
+    if (this.deps.disposing()) return;
+    this.fresh.add(name);
+    if (this.deps.running()) this.deps.sendAuthenticated(name);
+  }
+}

@@ -1,0 +1,557 @@
+import { availableParallelism, homedir } from 'node:os';
+import path from 'node:path';
+import { createActor, type Actor, type AnyActorRef, type InspectionEvent, type StateValue } from 'xstate';
+import type { CallToolResult, GetPromptResult } from '@modelcontextprotocol/sdk/types.js';
+import { reconcilerMachine } from '../../machines/reconciler.machine.js';
+import { isInTransit, isStartingSlowly, reasonOf, stateNameOf } from '../../machines/reason.js';
+import type { DesiredMap, DesiredServer, ServerConfig } from '../../machines/types.js';
+import { ConfigReader, configSources } from '../config/reader.js';
+import { resolvePreset, type Preset } from '../config/presets.js';
+import type { ConfigSource } from '../config/sources.js';
+import type { ComputedGating } from '../gating/compute.js';
+import { canonicalRoot, defaultApprovalsPath, FileApprovalStore } from '../approvals/store.js';
+import { defaultProcessStatePath, ProcessTracker } from '../connection/processes.js';
+import { ToolRegistry, type RegisteredPrompt, type RegisteredTool } from '../registry/registry.js';
+import { defaultListingCacheDir, ListingCache } from '../cache/listing-cache.js';
+import { watchConfigFiles, type ConfigWatcher } from '../watch/config-watcher.js';
+import { ReloadCoalescer } from '../watch/coalescer.js';
+import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
+import type { AuthorizeOptions } from '../auth/manager.js';
+import { workspaceRoots, type ClientFeatures } from '../connection/client-capabilities.js';
+import type { Root } from '@modelcontextprotocol/sdk/types.js';
+import { AuthHooks } from './auth.js';
+import { Calls } from './calls.js';
+import { Connections } from './connections.js';
+import { decisionEntry, Decisions, entryOrThrow } from './decisions.js';
+import { DesiredState } from './desired.js';
+import { SafeEmitter } from './emitter.js';
+import { Semaphore } from './semaphore.js';
+import { StatusView } from './status.js';
+import type {
+  CallToolOptions,
+  Logger,
+  McpControllerEvents,
+  McpControllerOptions,
+  Reason,
+  ServerStateName,
+  ServerStatus,
+} from './types.js';
+
+// Measured by `npm run bench` (N=50 stdio servers on 2 cores): 4 at once beat 2, 8,
+// 16 and all-at-once; starting servers is CPU-bound, so more only adds contention.
+const DEFAULT_CONNECT_CONCURRENCY = Math.max(2, 2 * availableParallelism());
+
+const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/**
+ * The controller: owns the reconciler actor, the connections, the tool
+ * registry and the config watcher of one workspace. Create it with
+ * {@link createMcpController}.
+ */
+export class McpController {
+  /** The reconciler actor, for inspection (dashboards, tests). */
+  readonly actor: Actor<typeof reconcilerMachine>;
+
+  private readonly registry = new ToolRegistry();
+  private readonly tracker: ProcessTracker;
+  private readonly emitter: SafeEmitter<McpControllerEvents>;
+  private readonly logger: Logger;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly reader: ConfigReader;
+  /** Approval decisions: the store's and this session's. */
+  private readonly decisions: Decisions;
+  /** Status rows and unavailability reasons, read from the actors. */
+  private readonly view: StatusView;
+  /** Tool calls and prompt gets, waiting for a connection where they may. */
+  private readonly calls: Calls;
+  private readonly semaphore: Semaphore;
+  private readonly coalescer: ReloadCoalescer;
+  /** The machines' I/O: connect and session actors, their connections, the errors the machines do not see. */
+  private readonly connections: Connections;
+  private readonly stateCache = new Map<string, ServerStateName>();
+  private readonly transitionKeys = new Map<string, string>();
+  /** The config → machines side: desired map, gating, runtime servers. */
+  private readonly state: DesiredState;
+  private root: string;
+  private watcher: ConfigWatcher | undefined;
+  private started: Promise<void> | undefined;
+  private disposing: Promise<void> | undefined;
+  /** Listings by fingerprint (issue 13); created by `start()` once the root is canonical. */
+  private cache: ListingCache | undefined;
+  /** OAuth of the remote servers (issue 11) and the wake-ups it causes. */
+  private readonly auth: AuthHooks;
+  /** Roots offered to servers; `undefined` when the host turned roots off. */
+  private roots: Root[] | undefined;
+
+  constructor(private readonly options: McpControllerOptions) {
+    this.logger = { ...silentLogger, ...(options.logger ?? {}) };
+    this.emitter = new SafeEmitter((event, err) => this.logger.warn(`listener of "${event}" threw: ${describeError(err)}`));
+    this.env = options.env ?? process.env;
+    this.root = path.resolve(options.cwd);
+    this.tracker = new ProcessTracker({ graceMs: options.killGraceMs ?? 2_000 });
+    this.semaphore = new Semaphore(options.connectConcurrency ?? DEFAULT_CONNECT_CONCURRENCY);
+    // An explicit source list needs no preset (and an unknown preset name then is no error).
+    const preset: Preset | undefined = options.sources
+      ? undefined
+      : typeof options.preset === 'object'
+        ? options.preset
+        : resolvePreset(options.preset ?? 'default');
+    this.reader = new ConfigReader({
+      sources: configSources({
+        root: this.root,
+        home: this.env.HOME ?? homedir(),
+        env: this.env,
+        ...(preset ? { preset } : {}),
+        ...(options.sources ? { sources: options.sources } : {}),
+        ...(options.userConfigPath ? { userConfigPath: options.userConfigPath } : {}),
+        ...(options.cliConfigFiles ? { configFiles: options.cliConfigFiles } : {}),
+      }),
+      env: this.env,
+      ...(options.resolveInput ? { resolveInput: options.resolveInput } : {}),
+      watcher: () => this.watcher,
+    });
+    this.decisions = new Decisions(
+      typeof options.approvals === 'object' ? options.approvals : new FileApprovalStore(options.approvals ?? defaultApprovalsPath(this.env)),
+      { logger: this.logger, configError: (issues) => this.emitter.emit('config-error', { issues }) },
+    );
+    this.state = new DesiredState(
+      {
+        reader: this.reader,
+        decisions: this.decisions,
+        logger: this.logger,
+        emitter: this.emitter,
+        // Captured once and immutable.
+        cliBound: options.cliAllowedServerNames ? Object.freeze([...options.cliAllowedServerNames]) : undefined,
+        isTrustedFolder: options.isTrustedFolder,
+        sendConfig: (desired, gating) => this.actor.send({ type: 'CONFIG', desired, gating }),
+        root: () => this.root,
+        cache: () => this.cache,
+        disposing: () => this.disposing !== undefined,
+        reread: () => void this.auth.pickUpStoredTokens(),
+      },
+      options.sdkServers,
+    );
+    this.coalescer = new ReloadCoalescer(() => this.state.reconcile());
+    this.connections = new Connections({
+      registry: this.registry,
+      tracker: this.tracker,
+      semaphore: this.semaphore,
+      logger: this.logger,
+      env: this.env,
+      envPolicy: options.envPolicy,
+      connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
+      root: () => this.root,
+      desired: () => this.state.desired,
+      cache: () => this.cache,
+      disposing: () => this.disposing !== undefined,
+      clientFeatures: () => this.clientFeatures(),
+      fetchFor: (name, entry) => this.auth.oauth.fetchFor(name, entry),
+      connectStarted: (name) => this.auth.connectStarted(name),
+      promptsChanged: () => this.emitClientUpdate(),
+    });
+    this.auth = new AuthHooks({
+      options,
+      env: this.env,
+      logger: this.logger,
+      sendAuthenticated: (name) => this.actor.send({ type: 'AUTHENTICATED', name }),
+      running: () => this.started !== undefined && this.actor.getSnapshot().status === 'active',
+      disposing: () => this.disposing !== undefined,
+      serverActors: () => this.view.serverActors(),
+      desired: () => this.state.desired,
+    });
+    this.roots = options.roots === false ? undefined : (options.roots ?? undefined);
+    // The registry may change another server's tools too (a pending listing that fits
+    // once a name frees up), so tools-changed comes from the registry, not from our calls.
+    this.registry.onChange((change) => {
+      if (change.added.length > 0 || change.removed.length > 0 || change.updated.length > 0) {
+        this.emitter.emit('tools-changed', {
+          server: change.server,
+          added: [...change.added],
+          removed: [...change.removed],
+          updated: [...change.updated],
+        });
+      }
+      // A server that lost entries to another's shared prefix ends its generation.
+      if (change.removed.length > 0 || change.prompts.removed.length > 0) this.connections.endIfConflicted(change.server);
+      this.emitClientUpdate();
+    });
+
+    const server = this.connections.provideMachine();
+    const lifecycle = {
+      ...(options.startup ? { startup: options.startup } : {}),
+      ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
+      startTimeoutMs: options.connectTimeoutMs ?? 30_000,
+    };
+    this.actor = createActor(reconcilerMachine.provide({ actors: { server } }), {
+      input: { desired: {}, gating: { excluded: [], trusted: true, approvals: {} }, backoff: options.backoff, lifecycle },
+      inspect: (ev) => this.onInspect(ev),
+    });
+    this.view = new StatusView({
+      actor: this.actor,
+      registry: this.registry,
+      connections: this.connections,
+      removed: () => this.state.removed,
+      desired: () => this.state.desired,
+    });
+    this.calls = new Calls({
+      registry: this.registry,
+      connections: this.connections,
+      view: this.view,
+      connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
+    });
+  }
+
+  // ── lifecycle ──────────────────────────────────────────────────────────
+
+  /**
+   * Read the config, connect every admitted server and resolve once each has
+   * settled (connected, failed, waiting for approval or auth) or after
+   * `readyTimeoutMs` (SPEC §3.3). Idempotent.
+   */
+  start(): Promise<void> {
+    this.started ??= this.doStart();
+    return this.started;
+  }
+
+  private async doStart(): Promise<void> {
+    this.assertLive();
+    this.root = await canonicalRoot(this.root).catch(() => this.root);
+    if (this.disposing) return;
+    const cacheDir = this.options.listingCache ?? defaultListingCacheDir(this.env);
+    this.cache = new ListingCache({
+      dir: cacheDir === false ? false : path.resolve(this.root, cacheDir),
+      root: this.root,
+      onError: (err) => this.logger.warn(`listing cache: ${describeError(err)}`),
+    });
+    // Before anything is spawned: a previous host of this workspace that was SIGKILLed
+    // may have left detached servers running (issue 10).
+    const stateFile = this.options.processStateFile ?? defaultProcessStatePath(this.root, this.env);
+    if (stateFile !== false) {
+      const reaped = await this.tracker.useStateFile(stateFile).catch((err: unknown) => {
+        this.logger.warn(`process state file ${stateFile}: ${describeError(err)}`);
+        return [];
+      });
+      if (reaped.length > 0) this.logger.info(`reaped ${reaped.length} server process group(s) left by a previous run: ${reaped.join(', ')}`);
+    }
+    if (this.disposing) return;
+    this.actor.start();
+    // Watch before the first read: a save landing between that read and the watches
+    // being in place would otherwise go unnoticed until the next save.
+    if (this.options.watch !== false) {
+      // The approvals file is watched too, so `mcp-reconciler approve` run in another
+      // terminal takes effect in a running host. Our own writes cause one re-read
+      // that finds nothing new to send.
+      const storePath = this.decisions.store.path;
+      // The token store too: tokens stored by `mcp-reconciler auth` in another terminal wake servers in needs_auth.
+      const tokenPath = this.auth.oauth.store.path;
+      this.watcher = watchConfigFiles({
+        files: [...this.reader.sources.map((s) => s.path), ...(storePath ? [storePath] : []), ...(tokenPath ? [tokenPath] : [])],
+        debounceMs: this.options.debounceMs ?? 300,
+        onChange: () => {
+          this.coalescer.request().catch((err) => this.logger.error(`reload failed: ${describeError(err)}`));
+          if (tokenPath) void this.auth.pickUpStoredTokens();
+        },
+        onError: (err) => this.logger.warn(`config watcher: ${err.message}`),
+      });
+      await this.watcher.ready;
+    }
+    await this.coalescer.request();
+    if (this.disposing) return;
+    await this.waitSettled(this.options.readyTimeoutMs ?? 10_000);
+  }
+
+  /** Force a re-read of every source and a reconcile (SPEC §3.2). */
+  async reload(): Promise<void> {
+    this.assertLive();
+    if (!this.started) return this.start();
+    await this.started;
+    await this.coalescer.request();
+  }
+
+  /** Disconnect everything, kill every child, stop watching. Idempotent. */
+  dispose(): Promise<void> {
+    this.disposing ??= this.doDispose();
+    return this.disposing;
+  }
+
+  private async doDispose(): Promise<void> {
+    this.coalescer.dispose();
+    await this.watcher?.close().catch(() => undefined);
+    if (this.actor.getSnapshot().status === 'active') this.actor.send({ type: 'DISPOSE' });
+    // Every close, including those the machines started on their way out and an
+    // HTTP session DELETE, is over before dispose() resolves.
+    await this.connections.closeAll();
+    this.auth.oauth.dispose();
+    await this.tracker.killAll();
+    await this.cache?.flush();
+    this.actor.stop();
+    this.registry.clear();
+    this.emitter.clear();
+  }
+
+  private assertLive(): void {
+    if (this.disposing) {
+      throw new McpReconcilerError(ErrorCode.Disposed, 'this controller was disposed', {
+        hint: 'create a new controller with createMcpController()',
+      });
+    }
+  }
+
+  // ── observation ────────────────────────────────────────────────────────
+
+  private onInspect(ev: InspectionEvent): void {
+    if (ev.type !== '@xstate.snapshot') return;
+    const snapshot = ev.snapshot as { machine?: { id?: string } };
+    if (snapshot.machine?.id !== 'server') return;
+    const name = (ev.actorRef as AnyActorRef).id;
+    const state = stateNameOf(ev.snapshot as never);
+    const ctx = (ev.snapshot as unknown as { context: { generation: number; attempt: number; lastError?: string } }).context;
+    // Every transition counts (SPEC §9), including the sub-states of `reconnecting`
+    // and a new generation; a snapshot that only changed context otherwise does not.
+    const path = statePath((ev.snapshot as unknown as { value: StateValue }).value);
+    const key = `${path}#${ctx.generation}`;
+    if (this.transitionKeys.get(name) === key) return;
+    this.transitionKeys.set(name, key);
+    const previous = this.stateCache.get(name);
+    this.stateCache.set(name, state);
+    this.connections.noteState(name, state, ctx.lastError);
+    this.auth.onState(name, state);
+    this.emitter.emit('server-state', {
+      name,
+      state,
+      previous,
+      reason: reasonOf(ev.snapshot as never),
+      generation: ctx.generation,
+      path,
+      attempt: ctx.attempt,
+    });
+    this.emitClientUpdate();
+  }
+
+  private emitClientUpdate(): void {
+    if (this.emitter.has('client-update')) this.emitter.emit('client-update', { status: this.status() });
+  }
+
+  private async waitSettled(timeoutMs: number): Promise<void> {
+    // Settled (SPEC §3.3): every state but those on their way to a connection. A server
+    // starting slower than its start timeout is settled-with-reason: it keeps starting
+    // in the background, and the host need not wait for it.
+    const settled = (): boolean =>
+      Object.values(this.view.serverActors()).every((ref) => !isInTransit(stateNameOf(ref.getSnapshot())) || isStartingSlowly(ref.getSnapshot()));
+    if (settled()) return;
+    await new Promise<void>((resolve) => {
+      // Not unref'd: a host awaiting start() must not exit underneath it.
+      const timer = setTimeout(done, timeoutMs);
+      const off = this.emitter.on('server-state', () => {
+        if (settled()) done();
+      });
+      function done(): void {
+        clearTimeout(timer);
+        off();
+        resolve();
+      }
+    });
+  }
+
+  /** Per-server status (SPEC §7), servers in name order; removed servers last seen are included. */
+  status(): ServerStatus[] {
+    return this.view.rows();
+  }
+
+  /** Why `server` is unavailable, from its actor's state only (SPEC §7); `undefined` when fine or unknown. */
+  unavailableReason(server: string): Reason | undefined {
+    return this.view.unavailableReason(server);
+  }
+
+  /**
+   * The configured (or removed) server a `mcp__<server>__<tool>` name belongs
+   * to, by the longest matching sanitised prefix: server names may contain `__`
+   * or characters the naming replaced. `undefined` when none matches.
+   */
+  serverOfTool(toolName: string): string | undefined {
+    return this.view.serverOfTool(toolName);
+  }
+
+  /**
+   * A sentence for the model or the user: which server a tool belongs to, why
+   * it is unavailable, and what fixes it (SPEC §7).
+   */
+  toolUnavailableMessage(toolName: string): string {
+    return this.view.toolUnavailableMessage(toolName);
+  }
+
+  /** Every registered tool, across servers. */
+  tools(): RegisteredTool[] {
+    return this.registry.tools();
+  }
+
+  /** Every registered prompt, across servers. */
+  prompts(): RegisteredPrompt[] {
+    return this.registry.prompts();
+  }
+
+  /** The effective config: desired map and gating verdicts, as last reconciled. */
+  config(): { desired: DesiredMap; gating: ComputedGating | undefined; sources: ConfigSource[]; root: string } {
+    return { desired: this.state.desired, gating: this.state.computed, sources: [...this.reader.sources], root: this.root };
+  }
+
+  /**
+   * Call a registered tool. A `dormant` server is started for the call, and a
+   * `connecting` one serving cached tools is waited for: the caller waits
+   * until it is connected, within `timeoutMs` (which covers the wait and the
+   * call; without it the wait is bounded by the server's connect timeout),
+   * else gets `tool_unavailable` with the reason. Fails with
+   * `tool_unavailable` at once while its server is reconnecting, failed, …;
+   * results of tools with an `outputSchema` are checked (SPEC §6).
+   */
+  async callTool(name: string, args: Record<string, unknown> = {}, opts: CallToolOptions = {}): Promise<CallToolResult> {
+    this.assertLive();
+    return this.calls.callTool(name, args, opts);
+  }
+
+  /**
+   * Get a registered prompt (`mcp__<server>__<prompt>`) from its server, for
+   * hosts and the gateway that pass prompts on. Fails with `unknown_tool` /
+   * `tool_unavailable` like {@link callTool}.
+   */
+  async getPrompt(name: string, args: Record<string, string> = {}, opts: CallToolOptions = {}): Promise<GetPromptResult> {
+    this.assertLive();
+    return this.calls.getPrompt(name, args, opts);
+  }
+
+  // ── user decisions and runtime edits ───────────────────────────────────
+
+  /**
+   * Approve a gated server for its current config hash. `persist: false`
+   * approves for this controller's life only.
+   */
+  async approve(server: string, { persist = true }: { persist?: boolean } = {}): Promise<void> {
+    this.assertLive();
+    const entry = await this.decisionEntry(server);
+    await this.decisions.approve(this.root, entry, persist);
+    if (this.started) await this.coalescer.request();
+  }
+
+  /** The entry a decision is about; before `start()` the config is read for it, and nothing starts. */
+  private decisionEntry(server: string): Promise<DesiredServer> {
+    return decisionEntry(server, {
+      started: this.started !== undefined,
+      desired: this.state.desired,
+      readDesired: async () => {
+        this.root = await canonicalRoot(this.root).catch(() => this.root);
+        return (await this.state.read()).desired;
+      },
+    });
+  }
+
+  /** Reject a gated server for its current config hash (persisted); it stays disconnected. */
+  async reject(server: string): Promise<void> {
+    this.assertLive();
+    const entry = await this.decisionEntry(server);
+    await this.decisions.reject(this.root, entry);
+    if (this.started) await this.coalescer.request();
+  }
+
+  /**
+   * Sign `server` in with OAuth now (authorization code + PKCE through a
+   * loopback redirect, or a refresh / client credentials when that is
+   * enough). The URL to open goes to `options.onAuthorizationUrl`, else to
+   * the controller's `onAuthorizationUrl`. Resolves once tokens are stored
+   * and the server was told (it leaves `needs_auth` with a new generation);
+   * rejects with `needs_auth` saying what failed.
+   */
+  async authenticate(server: string, options: AuthorizeOptions = {}): Promise<void> {
+    this.assertLive();
+    const entry = await this.decisionEntry(server);
+    await this.auth.oauth.authorize(server, entry, options);
+    // The manager's `authorized` event already told the machine; a server that was not waiting reconnects.
+    if (this.started && this.unavailableReason(server) === 'failed') this.actor.send({ type: 'RECONNECT', name: server });
+  }
+
+  /**
+   * Forget the stored OAuth credentials of `server` (by its URL). A live
+   * connection keeps its session until it next needs a token. Resolves with
+   * whether anything was stored.
+   */
+  async logout(server: string): Promise<boolean> {
+    this.assertLive();
+    const entry = await this.decisionEntry(server);
+    return this.auth.oauth.logout(entry);
+  }
+
+  /**
+   * Replace the roots offered to servers and send them
+   * `notifications/roots/list_changed`. Has no effect when the host turned
+   * roots off (`roots: false`).
+   */
+  async setRoots(roots: Root[]): Promise<void> {
+    this.assertLive();
+    if (this.options.roots === false) return;
+    this.roots = [...roots];
+    await Promise.allSettled(this.connections.all().map((rec) => rec.conn.client.sendRootsListChanged()));
+  }
+
+  /** Elicitation, sampling and roots as declared to every server. */
+  private clientFeatures(): ClientFeatures {
+    return {
+      ...(this.options.onElicitation ? { onElicitation: this.options.onElicitation } : {}),
+      ...(this.options.onSampling ? { onSampling: this.options.onSampling } : {}),
+      ...(this.options.roots === false ? {} : { roots: () => this.roots ?? workspaceRoots(this.root) }),
+    };
+  }
+
+  /** Reconnect a server now with a fresh retry budget (from `failed`, `needs_auth` or while reconnecting). */
+  async reconnect(server: string): Promise<void> {
+    this.assertLive();
+    entryOrThrow(server, this.state.desired);
+    this.actor.send({ type: 'RECONNECT', name: server });
+  }
+
+  /**
+   * Add or replace a server in the `runtime` scope (or `sdk` when `type: 'sdk'`).
+   * The config is validated with the same schema as config files; an invalid
+   * one throws `config_invalid` naming the field at once, and nothing changes.
+   */
+  async addRuntimeServer(name: string, config: ServerConfig): Promise<void> {
+    this.assertLive();
+    this.state.addRuntimeServer(name, config);
+    if (this.started) await this.coalescer.request();
+  }
+
+  /** Remove a server added with {@link addRuntimeServer}. */
+  async removeRuntimeServer(name: string): Promise<void> {
+    this.assertLive();
+    this.state.removeRuntimeServer(name);
+    if (this.started) await this.coalescer.request();
+  }
+
+  /** Subscribe to an event (SPEC §9); returns the unsubscribe function. Listeners that throw are isolated. */
+  on<K extends keyof McpControllerEvents>(event: K, listener: (payload: McpControllerEvents[K]) => void): () => void {
+    return this.emitter.on(event, listener);
+  }
+
+  /** How many reconciles sent something to the machines (for tests and benchmarks). */
+  get reconciles(): number {
+    return this.state.reconciles;
+  }
+
+  /** PIDs of every live stdio child (for tests and leak checks). */
+  pids(): number[] {
+    return this.tracker.pids();
+  }
+}
+
+/** `live.reconnecting.waiting` for `{ live: { reconnecting: 'waiting' } }`. */
+function statePath(value: StateValue): string {
+  if (typeof value === 'string') return value;
+  const [key, inner] = Object.entries(value)[0] ?? ['', ''];
+  return inner === undefined || inner === '' ? key : `${key}.${statePath(inner as StateValue)}`;
+}
+
+/** Create a controller for one workspace (SPEC §10). Call `start()` next. */
+export function createMcpController(options: McpControllerOptions): McpController {
+  if (!options || typeof options.cwd !== 'string' || options.cwd === '') {
+    throw new McpReconcilerError(ErrorCode.Usage, 'createMcpController needs a `cwd` (the workspace root)');
+  }
+  return new McpController(options);
+}

@@ -1,0 +1,154 @@
+import type { AnyActorRef } from 'xstate';
+import { publicStatusOf, reasonOf, stateNameOf } from '../../machines/reason.js';
+import type { DesiredMap, DesiredServer } from '../../machines/types.js';
+import { transportOf } from '../gating/fingerprint.js';
+import { sanitiseNamePart } from '../registry/naming.js';
+import type { ToolRegistry } from '../registry/registry.js';
+import type { Connections } from './connections.js';
+import { describeReason, fixFor } from './messages.js';
+import type { Reason, ServerStateName, ServerStatus } from './types.js';
+
+/** What the status view reads; getters for what changes over the controller's life. */
+export interface StatusSources {
+  /** The reconciler actor, whose children are the server actors. */
+  actor: { getSnapshot(): { children: unknown } };
+  registry: ToolRegistry;
+  connections: Connections;
+  /** Servers removed from the config since they were last seen. */
+  removed(): ReadonlySet<string>;
+  /** The desired map as last reconciled. */
+  desired(): DesiredMap;
+}
+
+/**
+ * Status rows and the reasons a server or tool is unavailable (SPEC §7),
+ * read from the server actors, the registry and the connections; it holds no
+ * state of its own.
+ */
+export class StatusView {
+  constructor(private readonly src: StatusSources) {}
+
+  /** The live server actors by name. */
+  serverActors(): Record<string, AnyActorRef> {
+    const children = this.src.actor.getSnapshot().children as Record<string, AnyActorRef | undefined>;
+    const out: Record<string, AnyActorRef> = {};
+    for (const [id, ref] of Object.entries(children)) {
+      if (ref && (ref.getSnapshot() as { machine?: { id?: string } }).machine?.id === 'server') out[id] = ref;
+    }
+    return out;
+  }
+
+  /** The state of `name`'s actor; `removed` when it has none. */
+  stateOf(name: string): ServerStateName {
+    const ref = this.serverActors()[name];
+    return ref ? stateNameOf(ref.getSnapshot()) : 'removed';
+  }
+
+  /** Per-server status, servers in name order; removed servers last seen are included. */
+  rows(): ServerStatus[] {
+    const { registry, connections } = this.src;
+    const rows: ServerStatus[] = [];
+    const actors = this.serverActors();
+    for (const [name, ref] of Object.entries(actors)) {
+      const snap = ref.getSnapshot();
+      const ctx = snap.context as { entry: DesiredServer; generation: number; attempt: number; lastError?: string };
+      const state = stateNameOf(snap);
+      rows.push({
+        name,
+        scope: ctx.entry.scope,
+        source: ctx.entry.source,
+        state,
+        status: publicStatusOf(snap),
+        reason: reasonOf(snap),
+        tools: registry.toolsOf(name).map((t) => t.name),
+        prompts: registry.promptsOf(name).map((p) => p.name),
+        skippedTools: registry.skippedOf(name),
+        cached: registry.toolsOf(name).some((t) => t.cached === true) || registry.promptsOf(name).some((p) => p.cached === true),
+        lastError: this.lastErrorOf(name),
+        generation: ctx.generation,
+        attempt: ctx.attempt,
+        pid: connections.get(name)?.conn.pid,
+        transport: connections.get(name)?.conn.transportType ?? transportOf(ctx.entry.config),
+      });
+    }
+    for (const name of this.src.removed()) {
+      if (name in actors) continue;
+      rows.push({
+        name,
+        scope: undefined,
+        source: undefined,
+        state: 'removed',
+        status: 'disabled',
+        reason: 'removed',
+        tools: [],
+        prompts: [],
+        skippedTools: [],
+        cached: false,
+        lastError: undefined,
+        generation: 0,
+        attempt: 0,
+        pid: undefined,
+        transport: undefined,
+      });
+    }
+    return rows.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** The most specific error known for a live server actor: a registry conflict, then the controller's, then the machine's. */
+  lastErrorOf(name: string): string | undefined {
+    const ref = this.serverActors()[name];
+    const ctx = ref?.getSnapshot().context as { lastError?: string } | undefined;
+    return this.src.registry.conflictOf(name)?.message ?? this.src.connections.errorOf(name) ?? ctx?.lastError;
+  }
+
+  /** Why `server` is unavailable, from its actor's state only; `undefined` when fine or unknown. */
+  unavailableReason(server: string): Reason | undefined {
+    const ref = this.serverActors()[server];
+    if (ref) return reasonOf(ref.getSnapshot());
+    return this.src.removed().has(server) ? 'removed' : undefined;
+  }
+
+  /** The configured (or removed) server a `mcp__<server>__<tool>` name belongs to, by the longest matching sanitised prefix. */
+  serverOfTool(toolName: string): string | undefined {
+    const registered = this.src.registry.getTool(toolName);
+    if (registered) return registered.server;
+    const known = new Set([...Object.keys(this.serverActors()), ...this.src.removed(), ...Object.keys(this.src.desired())]);
+    let best: string | undefined;
+    for (const name of known) {
+      if (toolName.startsWith(`mcp__${sanitiseNamePart(name)}__`) && (!best || name.length > best.length)) best = name;
+    }
+    return best;
+  }
+
+  /** A sentence for the model or the user: which server a tool belongs to, why it is unavailable, and what fixes it. */
+  toolUnavailableMessage(toolName: string): string {
+    const { registry } = this.src;
+    const registered = registry.getTool(toolName);
+    const server = this.serverOfTool(toolName);
+    if (!server) {
+      const servers = Object.keys(this.src.desired());
+      return `Tool ${toolName} is not provided by any configured MCP server${servers.length ? ` (configured: ${servers.join(', ')})` : ''}. Check the name with \`mcp-reconciler tools\`.`;
+    }
+    const reason = this.unavailableReason(server);
+    if (reason) {
+      // For a failure the cause is the most useful part of the answer.
+      const cause = reason === 'failed' || reason === 'needs_auth' ? this.lastErrorOf(server) : undefined;
+      return `Tool ${toolName} is unavailable: MCP server "${server}" ${describeReason(reason)}${cause ? ` (last error: ${cause})` : ''}. To fix: ${fixFor(reason, server)}.`;
+    }
+    const ref = this.serverActors()[server];
+    const state = ref ? stateNameOf(ref.getSnapshot()) : undefined;
+    if (state === 'dormant' && registered) {
+      return `Tool ${toolName} is available: MCP server "${server}" is dormant (not running, tools from its listing cache); the first call starts it.`;
+    }
+    if (state === 'connecting') {
+      return registered
+        ? `Tool ${toolName} is available from the listing cache: MCP server "${server}" is still connecting, and a call waits for it.`
+        : `Tool ${toolName} is not available yet: MCP server "${server}" is still connecting.`;
+    }
+    if (registered) return `Tool ${toolName} is available (server "${server}" is connected).`;
+    const skipped = registry.skippedOf(server).find((s) => toolName.endsWith(`__${s.rawName}`));
+    if (skipped) return `Tool ${toolName} of MCP server "${server}" is not registered: ${skipped.reason}.`;
+    const err = this.src.connections.errorOf(server);
+    return `MCP server "${server}" is connected but does not provide ${toolName}${err ? ` (${err})` : ''}. Its tools: ${registry.toolsOf(server).map((t) => t.name).join(', ') || 'none'}.`;
+  }
+}
