@@ -43,6 +43,13 @@ export interface ServerConfig {
   /** The env file (VS Code, Cursor `envFile`) already loaded into `env`; kept so that approvals and `config` show it. */
   envFile?: string;
   /**
+   * Claude Code `headersHelper`: a shell command run (in the workspace root,
+   * with the server's env, time-bounded) before each http/sse connect; its
+   * stdout, a JSON object of string headers, is merged over `headers`. Part
+   * of the fingerprint and the approval hash, since it runs a command.
+   */
+  headersHelper?: string;
+  /**
    * `eager` (default) connects on admission; `lazy` waits for the first tool
    * call, serving cached tools meanwhile (state `dormant`). Not part of the
    * fingerprint or the approval hash: how a server starts is not what it runs.

@@ -37,6 +37,8 @@ export interface GlobalOptions {
   format?: FormatName;
   /** `--approvals`, else `MCP_RECONCILER_APPROVALS`, else the default path. */
   approvalsPath: string;
+  /** `--inputs`, else `MCP_RECONCILER_INPUTS`, else `~/.config/mcp-reconciler/inputs.json`: remembered `${input:…}` answers. */
+  inputsPath?: string;
   /** `--allowed-mcp-server-names`; `undefined` when not given. */
   cliAllowedServerNames?: string[];
   json: boolean;

@@ -4,7 +4,9 @@ import path from 'node:path';
 import { createMcpController, type McpController } from '../controller.js';
 import type { McpControllerOptions } from '../controller/types.js';
 import type { CliContext } from './command.js';
-import { cliSources, isInlineConfig } from './workspace.js';
+import { INLINE_SOURCE_PATH, isInlineConfig } from '../config/reader.js';
+import { canPrompt, cliInputResolver } from './inputs.js';
+import { cliSources, loadWorkspace } from './workspace.js';
 
 /**
  * Controller options for a CLI run: the same sources `config` reads (inline
@@ -17,7 +19,7 @@ export function controllerOptionsFor(ctx: CliContext, extra: Partial<McpControll
   let dir: string | undefined;
   let nextInline = 0;
   const sources = cliSources(g, io.env).map((s) => {
-    if (s.path !== 'inline') return s;
+    if (s.path !== INLINE_SOURCE_PATH) return s;
     dir ??= mkdtempSync(path.join(tmpdir(), 'mcp-reconciler-inline-'));
     const file = path.join(dir, `inline-${nextInline}.json`);
     writeFileSync(file, inline[nextInline++]!, { mode: 0o600 });
@@ -29,6 +31,8 @@ export function controllerOptionsFor(ctx: CliContext, extra: Partial<McpControll
     sources,
     approvals: g.approvalsPath,
     env: io.env,
+    // Remembered answers only: questions are asked before the controller starts (askForInputs).
+    resolveInput: cliInputResolver(g, io, { prompt: false }),
     ...(g.cliAllowedServerNames ? { cliAllowedServerNames: g.cliAllowedServerNames } : {}),
     logger: {
       warn: (m) => debug && io.stderr.write(`warn: ${m}\n`),
@@ -40,6 +44,15 @@ export function controllerOptionsFor(ctx: CliContext, extra: Partial<McpControll
   return { options, cleanup: () => dir && rmSync(dir, { recursive: true, force: true }) };
 }
 
+/**
+ * On a terminal, ask for the inputs the config files need and nobody answered
+ * yet, before a controller starts (its reloads only read remembered answers,
+ * so no question ever interrupts a running view). Without a terminal, nothing.
+ */
+export async function askForInputs(ctx: CliContext): Promise<void> {
+  if (canPrompt(ctx.io)) await loadWorkspace(ctx.global, ctx.io);
+}
+
 /** Start a controller for a one-shot command, run `fn`, and always dispose it. */
 export async function withController<T>(
   ctx: CliContext,
@@ -47,6 +60,7 @@ export async function withController<T>(
   extra: Partial<McpControllerOptions> = {},
   beforeStart?: (c: McpController) => void,
 ): Promise<T> {
+  await askForInputs(ctx);
   const { options, cleanup } = controllerOptionsFor(ctx, { watch: false, ...extra });
   const controller = createMcpController(options);
   try {

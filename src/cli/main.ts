@@ -6,12 +6,13 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { defaultApprovalsPath } from '../approvals/store.js';
 import { FORMAT_NAMES, isFormatName } from '../config/formats.js';
+import { defaultInputsPath } from '../config/input-store.js';
 import { presets, resolvePreset } from '../config/presets.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import type { CliCommand, CliIo, GlobalOptions, OptionDefs, OptionValues } from './command.js';
 import { commands as defaultCommands } from './commands/index.js';
 import { terminalSafeIo } from './output.js';
-import { isInlineConfig } from './workspace.js';
+import { isInlineConfig } from '../config/reader.js';
 
 const BIN = 'mcp-reconciler';
 
@@ -25,6 +26,7 @@ export const GLOBAL_OPTIONS = {
   // Not `--format`: that is viz's output format (SPEC §10).
   'config-format': { type: 'string' },
   approvals: { type: 'string' },
+  inputs: { type: 'string' },
   'allowed-mcp-server-names': { type: 'string', multiple: true },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -38,6 +40,7 @@ const GLOBAL_HELP = [
   '--user-config FILE               use FILE as the user-scope config',
   '--config-format NAME             read --config files in this host format (default: the preset’s, else judged per file)',
   '--approvals FILE                 approvals store (default: $MCP_RECONCILER_APPROVALS or ~/.config/mcp-reconciler/approvals.json)',
+  '--inputs FILE                    remembered ${input:…} answers (default: $MCP_RECONCILER_INPUTS or ~/.config/mcp-reconciler/inputs.json)',
   '--allowed-mcp-server-names a,b   only these servers may connect (upper bound)',
   '--json                           machine-readable output',
   '-h, --help                       show help',
@@ -124,6 +127,7 @@ function resolveGlobal(values: OptionValues, io: CliIo): GlobalOptions {
   const format = strings(values['config-format'])[0];
   if (format !== undefined && !isFormatName(format)) throw usageError(`unknown format "${format}"`, `use one of: ${FORMAT_NAMES.join(', ')}`);
   const approvals = strings(values.approvals)[0] ?? io.env.MCP_RECONCILER_APPROVALS;
+  const inputs = strings(values.inputs)[0] ?? io.env.MCP_RECONCILER_INPUTS;
   const allowedRaw = strings(values['allowed-mcp-server-names']);
   const allowed = allowedRaw.length > 0 ? allowedRaw.flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean) : undefined;
   return {
@@ -133,6 +137,7 @@ function resolveGlobal(values: OptionValues, io: CliIo): GlobalOptions {
     userConfig: userConfig === undefined ? undefined : resolve(io.cwd, userConfig),
     ...(format !== undefined ? { format } : {}),
     approvalsPath: approvals ? resolve(io.cwd, approvals) : defaultApprovalsPath(io.env),
+    inputsPath: inputs ? resolve(io.cwd, inputs) : defaultInputsPath(io.env),
     cliAllowedServerNames: allowed,
     json: values.json === true,
     home: io.env.HOME || io.env.USERPROFILE || homedir(),

@@ -1,30 +1,28 @@
-import { assemble, type AssembledConfig } from '../config/assemble.js';
-import { loadSource, parseSourceText, type LoadedSource } from '../config/load.js';
+import type { AssembledConfig } from '../config/assemble.js';
+import type { LoadedSource } from '../config/load.js';
+import { ConfigReader, configSources, isInlineConfig } from '../config/reader.js';
 import type { ConfigSource } from '../config/sources.js';
 import type { CliIo, GlobalOptions } from './command.js';
-
-/** Whether a `--config` value is inline JSON rather than a file path. */
-export function isInlineConfig(value: string): boolean {
-  return value.trimStart().startsWith('{');
-}
+import { cliInputResolver } from './inputs.js';
 
 /**
  * The sources a CLI run reads: the preset's files (its user-scope files
  * replaced by `--user-config` when given), then each `--config` file in cli
- * scope, in order (later ones win).
+ * scope, in order (later ones win). Inline `--config` JSON keeps the path
+ * `inline`.
  */
 export function cliSources(g: GlobalOptions, env: NodeJS.ProcessEnv): ConfigSource[] {
-  let list = g.preset.sources({ root: g.root, home: g.home, env });
-  if (g.userConfig !== undefined) {
-    // It stands in for the preset's user file, so it is read in the preset's format.
-    list = [{ scope: 'user', path: g.userConfig, root: g.root, ...(g.preset.format ? { format: g.preset.format } : {}) }, ...list.filter((s) => s.scope !== 'user')];
-  }
-  // `--config` files are read as `--config-format` says, else as the preset's host reads its own files.
-  const format = g.format ?? g.preset.format;
-  for (const file of g.configFiles) {
-    list.push({ scope: 'cli', path: isInlineConfig(file) ? 'inline' : file, root: g.root, ...(format !== undefined ? { format } : {}) });
-  }
-  return list;
+  return configSources({
+    root: g.root,
+    home: g.home,
+    env,
+    preset: g.preset,
+    ...(g.userConfig !== undefined ? { userConfigPath: g.userConfig } : {}),
+    configFiles: g.configFiles,
+    // `--config` files are read as `--config-format` says, else as the preset's host reads its own files.
+    ...((format) => (format !== undefined ? { configFormat: format } : {}))(g.format ?? g.preset.format),
+    inline: true,
+  });
 }
 
 /** Every source loaded and the merged result. */
@@ -34,13 +32,12 @@ export interface LoadedWorkspace {
   assembled: AssembledConfig;
 }
 
-/** Load every CLI source (inline `--config` JSON parsed in place) and assemble them. */
+/** Load every CLI source (inline `--config` JSON parsed in place) and assemble them, as the controller does. */
 export async function loadWorkspace(g: GlobalOptions, io: CliIo): Promise<LoadedWorkspace> {
   const sources = cliSources(g, io.env);
-  const inline = g.configFiles.filter(isInlineConfig);
-  let nextInline = 0;
-  const loaded = await Promise.all(
-    sources.map((s) => (s.path === 'inline' ? Promise.resolve(parseSourceText(inline[nextInline++]!, s, io.env, { home: g.home })) : loadSource(s, io.env, { home: g.home }))),
-  );
-  return { sources, loaded, assembled: assemble(loaded) };
+  // `${input:…}` answers: remembered ones, else asked once on a terminal (inputs.ts).
+  const resolveInput = cliInputResolver(g, io, { prompt: true });
+  const reader = new ConfigReader({ sources, env: io.env, home: g.home, inline: g.configFiles.filter(isInlineConfig), resolveInput });
+  const { loaded, assembled } = await reader.read();
+  return { sources, loaded, assembled };
 }

@@ -85,6 +85,9 @@ function kind(v: unknown): string {
   return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v;
 }
 
+/** `startup` and `idleTimeoutMs` (issue 13), read in every format. */
+const LIFECYCLE_FIELDS = ['startup', 'idleTimeoutMs'] as const;
+
 /** Mutable state while one entry is normalized. */
 class Entry {
   readonly out: Raw = {};
@@ -138,6 +141,9 @@ class Entry {
   }
 
   done(): NormalizedEntry {
+    // mcp-reconciler's own lifecycle fields, in every host's file: they decide when an
+    // approved server starts and stops, never what runs, so the host's servers stay the same.
+    this.pass(...LIFECYCLE_FIELDS);
     this.result.unknown = Object.keys(this.raw).filter((k) => !this.used.has(k));
     this.result.entry = this.skipped || this.result.problems.length > 0 ? undefined : this.out;
     return this.result;
@@ -222,8 +228,6 @@ function transportMember(e: Entry): void {
   e.note(['transport'], 'read as the server\'s "type", "url" and "headers"; write them at the top of the entry, where every host reads them');
 }
 
-const NO_HEADERS_HELPER = 'is not run by mcp-reconciler, so the server connects without the headers it would print: put static headers in "headers"';
-
 // ── formats ───────────────────────────────────────────────────────────────
 
 const noBuiltins = (): Record<string, string> => ({});
@@ -251,13 +255,12 @@ const defaultFormat: ConfigFormat = {
   builtins: workspaceFolderOnly,
   normalize(raw) {
     const e = new Entry(raw);
-    e.pass('type', 'command', 'args', 'env', 'cwd', 'url', 'httpUrl', 'headers', 'timeout', 'disabled', 'includeTools', 'excludeTools', 'description', 'auth', 'envFile', 'fallbackToSse', 'startup', 'idleTimeoutMs');
+    e.pass('type', 'command', 'args', 'env', 'cwd', 'url', 'httpUrl', 'headers', 'headersHelper', 'timeout', 'disabled', 'includeTools', 'excludeTools', 'description', 'auth', 'envFile', 'fallbackToSse');
     transportMember(e);
     disabledTools(e, 'disabledTools');
     autoApprove(e, 'autoApprove');
     autoApprove(e, 'alwaysAllow');
     trust(e);
-    e.notApplied('headersHelper', NO_HEADERS_HELPER);
     return e.done();
   },
 };
@@ -276,7 +279,8 @@ const claudeCode: ConfigFormat = {
   hostVariables: ['CLAUDE_PLUGIN_ROOT'],
   normalize(raw) {
     const e = new Entry(raw);
-    e.pass('command', 'args', 'env', 'url', 'headers');
+    // `headersHelper` runs at each connect of an http/sse server, its JSON output merged over `headers` (headers-helper.ts).
+    e.pass('command', 'args', 'env', 'url', 'headers', 'headersHelper');
     transportMember(e);
     if (e.out.type === undefined) {
       const t = hostType(e, 'type', CLAUDE_TYPES);
@@ -285,7 +289,6 @@ const claudeCode: ConfigFormat = {
     if (e.out.type === undefined && e.out.command === undefined && e.out.url !== undefined) {
       e.problem(['url'], 'Claude Code needs "type": "http" (or "sse") next to "url" and does not load this entry: add the type');
     }
-    e.notApplied('headersHelper', NO_HEADERS_HELPER);
     e.notApplied('oauth', 'Claude Code OAuth client settings are not used by mcp-reconciler; the server is connected without them');
     return e.done();
   },

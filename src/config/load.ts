@@ -9,6 +9,7 @@ import { formatForPath, formats, isVscodeShaped, type ConfigFormat } from './for
 import { checkConfigSize, isSyntaxProblem, MAX_CONFIG_BYTES, parseText, type ParsedText } from './parse.js';
 import { getOwn, setOwn } from './own.js';
 import { checkExpandedEntry, validateServerEntry, type EntryProblem } from './schema.js';
+import { followExtraWatchPaths, type WatchedFileSet } from './watch-paths.js';
 import { formatFieldPath, isYamlPath, type ConfigIssue, type ConfigSource } from './sources.js';
 
 /** Gating settings as written in one file (SPEC §2.3); `allowed: []` is kept (deny all). */
@@ -45,6 +46,12 @@ export interface LoadedSource {
   pendingInputs?: PendingInput[];
   /** Answers to `password` inputs that went into the servers: never print them. */
   secrets?: string[];
+  /**
+   * Other files the servers were read from (`envFile`, `{file:path}`,
+   * `.vscode/settings.json` for `${config:…}`), absolute, also when missing:
+   * a change to one of them must re-read this source.
+   */
+  extraWatchPaths?: string[];
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -112,6 +119,12 @@ export interface LoadOptions {
   resolveInput?: InputResolver;
   /** The user's home, for `${userHome}` and `~/`; default `env.HOME`. */
   home?: string;
+  /**
+   * The watcher of a running controller (`loadSource` only): the source's
+   * {@link LoadedSource.extraWatchPaths} are added to it, so that editing an
+   * env file reloads like editing the config file does.
+   */
+  watcher?: WatchedFileSet | undefined;
 }
 
 /** An input or host variable a file needs and nothing answered yet. */
@@ -231,7 +244,7 @@ function unsetMessage(variable: string, format: ConfigFormat, inputs: Map<string
     const spec = inputs.get(id);
     if (spec === undefined) return `\${${variable}} is not declared in this file's "inputs", so ${format.host} cannot ask for it: declare it there; server skipped`;
     const what = spec.description ? ` ("${spec.description}")` : '';
-    return `\${${variable}} is an input${what} that nothing answered, so the server is skipped: set ${inputEnvName(id)}, or run it from a host that answers inputs (the resolveInput option)`;
+    return `\${${variable}} is an input${what} that nothing answered, so the server is skipped: set ${inputEnvName(id)}, or run \`mcp-reconciler config\` in a terminal once to be asked (the answer is remembered for this workspace; library hosts: the resolveInput option)`;
   }
   if (variable.startsWith('config:')) {
     const where = root !== undefined ? join(root, '.vscode', 'settings.json') : '.vscode/settings.json';
@@ -267,7 +280,12 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
   const hostVariables = new Set(format.hostVariables ?? []);
   const builtins: Record<string, string> = { ...format.builtins(source.root, home) };
   for (const name of hostVariables) if (typeof env[name] !== 'string' && Object.hasOwn(answers, name)) builtins[name] = answers[name]!;
-  const configLookup = vscodeSetting(source.root);
+  const watched = new Set<string>();
+  const settingsLookup = vscodeSetting(source.root);
+  const configLookup = (key: string): string | undefined => {
+    if (source.root !== undefined) watched.add(join(source.root, '.vscode', 'settings.json'));
+    return settingsLookup(key);
+  };
   const fileDir = dirname(file);
   const expandContext = {
     env,
@@ -282,7 +300,11 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
       return answer;
     },
     config: configLookup,
-    file: (p: string) => readSmallFile(resolve(fileDir, p.startsWith('~/') && home !== undefined ? join(home, p.slice(2)) : p)),
+    file: (p: string) => {
+      const full = resolve(fileDir, p.startsWith('~/') && home !== undefined ? join(home, p.slice(2)) : p);
+      watched.add(full);
+      return readSmallFile(full);
+    },
   };
   const unknown: string[] = [];
 
@@ -355,6 +377,7 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
         // entry (absolute) so that `config` and approval prompts show where env came from.
         const full = resolve(source.root ?? fileDir, config.envFile);
         config.envFile = full;
+        watched.add(full);
         const loaded = readEnvFile(full);
         if ('error' in loaded) {
           issueAt(at, name, { path: ['envFile'], message: `${full} ${loaded.error}, so ${format.host} cannot start this server: create it or fix the path; server skipped` });
@@ -392,6 +415,7 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
     fatal: false,
     ...(pending.size > 0 ? { pendingInputs: [...pending.values()] } : {}),
     ...(secrets.size > 0 ? { secrets: [...secrets] } : {}),
+    ...(watched.size > 0 ? { extraWatchPaths: [...watched].sort() } : {}),
   };
 }
 
@@ -400,6 +424,13 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
  * issue; an unreadable one is `fatal`. Never throws.
  */
 export async function loadSource(source: ConfigSource, env: NodeJS.ProcessEnv, options: LoadOptions = {}): Promise<LoadedSource> {
+  const result = await readAndParse(source, env, options);
+  // A file that does not parse keeps its last good servers in the controller, so it keeps their extra paths too.
+  if (options.watcher !== undefined && !result.fatal) await followExtraWatchPaths(options.watcher, source.path, result.extraWatchPaths ?? []);
+  return result;
+}
+
+async function readAndParse(source: ConfigSource, env: NodeJS.ProcessEnv, options: LoadOptions): Promise<LoadedSource> {
   let text: string;
   try {
     // Refuse an oversized file without reading it; parseText checks again what was read.

@@ -115,7 +115,7 @@ export function redactServerConfig(config: ServerConfig, secrets: readonly strin
   if (secrets.length > 0) {
     const hidden = redactServerConfig(config);
     if (hidden.args) hidden.args = hidden.args.map((a) => hideKnown(a, secrets));
-    for (const k of ['command', 'url', 'cwd', 'description'] as const) if (hidden[k] !== undefined) hidden[k] = hideKnown(hidden[k], secrets);
+    for (const k of ['command', 'url', 'cwd', 'description', 'headersHelper'] as const) if (hidden[k] !== undefined) hidden[k] = hideKnown(hidden[k], secrets);
     return hidden;
   }
   const { instance: _instance, ...rest } = config;
@@ -125,6 +125,8 @@ export function redactServerConfig(config: ServerConfig, secrets: readonly strin
   if (rest.args) out.args = redactArgs(rest.args);
   if (rest.command !== undefined) out.command = redactText(rest.command);
   if (rest.url !== undefined) out.url = redactText(rest.url);
+  // A command line like the others: `echo '{"Authorization":"Bearer …"}'` must not print the token.
+  if (rest.headersHelper !== undefined) out.headersHelper = redactText(rest.headersHelper);
   if (rest.auth) out.auth = redactUnknown(rest.auth) as Record<string, unknown>;
   if (rest.oauth) {
     // The client id is public and useful to see; the secret and the key never are.

@@ -84,6 +84,8 @@ const entrySchema = z.object({
   auth: z.record(z.string(), z.unknown()).optional(),
   oauth: oauthSchema.optional(),
   fallbackToSse: z.boolean().optional(),
+  // Claude Code: a shell command printing a JSON object of headers, run at each connect (headers-helper.ts).
+  headersHelper: nonEmpty.optional(),
   autoApprove: z.array(z.string()).optional(),
   trust: z.boolean().optional(),
   // Issue 13: when the server starts, and when an idle one is stopped (outside both hashes).

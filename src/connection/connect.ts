@@ -27,6 +27,7 @@ import type { DesiredServer } from '../../machines/types.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import { transportOf } from '../gating/fingerprint.js';
 import { childEnv, type EnvPolicy } from './env.js';
+import { runHeadersHelper } from '../config/headers-helper.js';
 import type { ProcessTracker } from './processes.js';
 import { sessionLossFetch, type SessionLoss } from './session-loss.js';
 import { StdioProcessTransport } from './stdio-transport.js';
@@ -196,6 +197,8 @@ class Connection implements LiveConnection {
   private promptsSeq = 0;
   private failConnect: ((err: unknown) => void) | undefined;
   private shutdownPromise: Promise<void> | undefined;
+  /** What the entry's `headersHelper` printed for this connect; merged over `headers`, never logged. */
+  private helperHeaders: Record<string, string> = {};
 
   constructor(entry: DesiredServer, opts: ConnectOptions) {
     this.entry = entry;
@@ -357,6 +360,9 @@ class Connection implements LiveConnection {
 
   private async buildTransport(): Promise<Transport> {
     const config = this.entry.config;
+    if (config.headersHelper !== undefined && (this.kind === 'http' || this.kind === 'sse')) {
+      this.helperHeaders = await runHeadersHelper({ server: this.name, url: config.url, command: config.headersHelper, cwd: this.opts.cwd, env: childEnv(this.opts.parentEnv ?? process.env, config.env, this.opts.envPolicy), ...(this.opts.signal ? { signal: this.opts.signal } : {}) });
+    }
     switch (this.kind) {
       case 'stdio': {
         if (!config.command) throw this.configError('has no "command"', 'Set "command" (and "args") for a stdio server.');
@@ -373,7 +379,7 @@ class Connection implements LiveConnection {
       case 'http': {
         const url = this.parseUrl();
         this.http = new StreamableHTTPClientTransport(url, {
-          requestInit: { headers: { ...(config.headers ?? {}) } },
+          requestInit: { headers: { ...(config.headers ?? {}), ...this.helperHeaders } },
           fetch: sessionLossFetch((loss) => this.sessionGone(loss), this.statusRecorder()),
         });
         return this.http;
@@ -403,7 +409,7 @@ class Connection implements LiveConnection {
 
   private sseTransport(): SSEClientTransport {
     return new SSEClientTransport(this.parseUrl(), {
-      requestInit: { headers: { ...(this.entry.config.headers ?? {}) } },
+      requestInit: { headers: { ...(this.entry.config.headers ?? {}), ...this.helperHeaders } },
       fetch: this.statusRecorder(),
     });
   }

@@ -2,7 +2,7 @@ import type { ServerConfig } from '../../machines/types.js';
 import { identityOf, stableHash } from './stable.js';
 
 /** The fields that decide what is connected to (SPEC §2.5). */
-export const CONNECTION_FIELDS = ['type', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'auth', 'oauth'] as const;
+export const CONNECTION_FIELDS = ['type', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'auth', 'oauth', 'fallbackToSse', 'headersHelper'] as const;
 
 /** The effective transport type: explicit, else `stdio` with a command, else `http` with a url. */
 export function transportOf(config: ServerConfig): NonNullable<ServerConfig['type']> {
@@ -12,7 +12,9 @@ export function transportOf(config: ServerConfig): NonNullable<ServerConfig['typ
 }
 
 /**
- * Stable hash of the connection-relevant fields only. A change to
+ * Stable hash of the connection-relevant fields only: also `fallbackToSse`
+ * (whether an http entry may end up on SSE) and `headersHelper` (the command
+ * whose output becomes headers). A change to
  * `description`, `includeTools`/`excludeTools`, `timeout` or `disabled` keeps
  * it, so a filter edit re-applies the filter without reconnecting.
  */
@@ -23,6 +25,8 @@ export function fingerprint(config: ServerConfig): string {
     const v = config[field];
     // `undefined ≡ {}` for the map-shaped fields, as in serversEqual.
     if ((field === 'env' || field === 'headers' || field === 'auth') && v !== undefined && Object.keys(v).length === 0) continue;
+    // `fallbackToSse: false ≡ absent`: only a fallback that may happen changes what is connected to.
+    if (field === 'fallbackToSse' && v !== true) continue;
     picked[field] = v;
   }
   if (config.instance !== undefined && config.instance !== null && typeof config.instance === 'object') {

@@ -24,6 +24,8 @@ export interface ConfigWatcher {
   ready: Promise<void>;
   /** Replace the watched files; resolves when the new watches are in place. Reports nothing by itself. */
   setFiles(files: string[]): Promise<void>;
+  /** The files watched now (absolute, as last given). */
+  files(): string[];
   /** Stop watching. Idempotent, memoised; no `onChange` is called after it is invoked. */
   close(): Promise<void>;
 }
@@ -226,6 +228,7 @@ export function watchConfigFiles(opts: ConfigWatcherOptions): ConfigWatcher {
 
   return {
     ready,
+    files: () => [...files],
     async setFiles(next: string[]): Promise<void> {
       if (closed) return;
       files = [...new Set(next.map((f) => resolve(f)))];

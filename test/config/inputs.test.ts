@@ -108,6 +108,29 @@ describe('fields that change behaviour', () => {
     expect(gemini.servers.a?.timeout).toBe(500);
   });
 
+  it('startup / idleTimeoutMs pass through in every host format, without an unknown-key warning', () => {
+    const entry = { command: 'x', startup: 'lazy', idleTimeoutMs: 60_000 };
+    const docs: Record<string, [string, string]> = {
+      vscode: ['mcp.json', JSON.stringify({ servers: { a: entry } })],
+      cursor: ['mcp.json', JSON.stringify({ mcpServers: { a: entry } })],
+      gemini: ['settings.json', JSON.stringify({ mcpServers: { a: entry } })],
+      'claude-code': ['.mcp.json', JSON.stringify({ mcpServers: { a: entry } })],
+      'claude-desktop': ['claude_desktop_config.json', JSON.stringify({ mcpServers: { a: entry } })],
+      cline: ['c.json', JSON.stringify({ mcpServers: { a: entry } })],
+      zed: ['settings.json', JSON.stringify({ context_servers: { a: entry } })],
+      opencode: ['opencode.json', JSON.stringify({ mcp: { a: { type: 'local', command: ['x'], startup: 'lazy', idleTimeoutMs: 60_000 } } })],
+      codex: ['config.toml', '[mcp_servers.a]\ncommand = "x"\nstartup = "lazy"\nidleTimeoutMs = 60000\n'],
+    };
+    for (const [format, [name, text]] of Object.entries(docs)) {
+      const r = parseSourceText(text, src(join(dir, name), format as ConfigSource['format']), {});
+      expect([format, r.issues]).toEqual([format, []]);
+      expect([format, r.servers.a]).toMatchObject([format, { startup: 'lazy', idleTimeoutMs: 60_000 }]);
+    }
+    // Still validated: a wrong value is an error on the field, whatever the host.
+    const bad = parseSourceText(JSON.stringify({ servers: { a: { command: 'x', startup: 'later' } } }), src(join(dir, 'mcp.json'), 'vscode'), {});
+    expect(bad.issues[0]).toMatchObject({ server: 'a', field: 'startup' });
+  });
+
   it('a host type spelling the host does not accept is an error naming the accepted ones', () => {
     const r = parseSourceText(JSON.stringify({ mcpServers: { a: { type: 'streamable-http', url: 'http://h/mcp' } } }), src(join(dir, 'x.json'), 'claude-code'), {});
     expect(r.servers).toEqual({});

@@ -7,7 +7,7 @@ import type { McpControllerEvents } from '../../controller/types.js';
 import { formatIssue } from '../../config/sources.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../../errors.js';
 import type { CliCommand, CliContext } from '../command.js';
-import { controllerOptionsFor } from '../controller-session.js';
+import { askForInputs, controllerOptionsFor } from '../controller-session.js';
 import { terminalSafe, writeRaw } from '../output.js';
 import { requestChannelPath, serveRequests, type ChannelRequest, type RequestResult, type RequestServer } from '../request-channel.js';
 import { statusTable } from './status.js';
@@ -250,6 +250,8 @@ async function serveChannel(ctx: CliContext, c: McpController, tty: boolean, log
 }
 
 async function run(ctx: CliContext): Promise<number> {
+  // Before the live view takes the terminal's keys.
+  await askForInputs(ctx);
   const { options, cleanup } = controllerOptionsFor(ctx, { watch: true });
   const controller = createMcpController(options);
   const session = untilStopped(ctx);

@@ -1,0 +1,118 @@
+/**
+ * Remembered answers to VS Code `${input:id}` prompts and host variables
+ * such as Claude Code's `${CLAUDE_PLUGIN_ROOT}` (issue 12): a JSON file,
+ * mode 0600, keyed by workspace root and then by the variable as written
+ * in the braces (`input:api-key`, `CLAUDE_PLUGIN_ROOT`).
+ *
+ *     { "version": 1, "workspaces": { "/abs/root": { "input:api-key": "…" } } }
+ *
+ * Answers can be secrets (`password` inputs) and can become command paths,
+ * so a file that someone else owns or can write is not used.
+ */
+import { randomBytes } from 'node:crypto';
+import { homedir } from 'node:os';
+import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join } from 'node:path';
+import { withFileLock } from '../approvals/lock.js';
+import { setOwn } from './own.js';
+
+/** `$XDG_CONFIG_HOME/mcp-reconciler/inputs.json`, else `~/.config/mcp-reconciler/inputs.json`. */
+export function defaultInputsPath(env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env.XDG_CONFIG_HOME;
+  const base = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.config');
+  return join(base, 'mcp-reconciler', 'inputs.json');
+}
+
+interface StoreFile {
+  version: 1;
+  workspaces: Record<string, Record<string, string>>;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** The answers store; every method is safe to call concurrently within one process. */
+export class InputStore {
+  constructor(readonly path: string) {}
+
+  /**
+   * The file's answers, or why it cannot be used. A missing file is empty.
+   * Never throws.
+   */
+  private async read(): Promise<{ doc: StoreFile; error?: string }> {
+    const empty = (): StoreFile => ({ version: 1, workspaces: {} });
+    let text: string;
+    try {
+      const st = await stat(this.path);
+      const mine = typeof process.getuid !== 'function' || st.uid === process.getuid();
+      if (!mine || (st.mode & 0o022) !== 0) {
+        return {
+          doc: empty(),
+          error: `${this.path} is ${mine ? 'writable by other users' : 'owned by another user'}, so its answers are not used (anyone who can write it could choose what your servers run): delete it, or \`chmod 600\` it if it is yours`,
+        };
+      }
+      text = await readFile(this.path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { doc: empty() };
+      return { doc: empty(), error: `cannot read ${this.path}: ${(err as Error).message}` };
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return { doc: empty(), error: `${this.path} is not valid JSON, so no remembered answer is used: delete it to start over` };
+    }
+    if (!isPlainObject(parsed) || !isPlainObject(parsed.workspaces)) {
+      return { doc: empty(), error: `${this.path} is not an inputs file ({"version": 1, "workspaces": {…}}): delete it to start over` };
+    }
+    const doc = empty();
+    for (const [root, answers] of Object.entries(parsed.workspaces)) {
+      if (!isPlainObject(answers)) continue;
+      const kept: Record<string, string> = {};
+      for (const [k, v] of Object.entries(answers)) if (typeof v === 'string') setOwn(kept, k, v);
+      setOwn(doc.workspaces, root, kept);
+    }
+    return { doc };
+  }
+
+  /** The remembered answer to `variable` in workspace `root`; `error` says why the file was not used. */
+  async get(root: string, variable: string): Promise<{ value?: string; error?: string }> {
+    const { doc, error } = await this.read();
+    const answers = Object.hasOwn(doc.workspaces, root) ? doc.workspaces[root]! : {};
+    const value = Object.hasOwn(answers, variable) ? answers[variable] : undefined;
+    return { ...(value !== undefined ? { value } : {}), ...(error !== undefined ? { error } : {}) };
+  }
+
+  /**
+   * Remember `value` for `variable` in `root`. The file is rewritten
+   * atomically under a lock, mode 0600, its directory created 0700. Throws
+   * an `Error` saying what failed.
+   */
+  async set(root: string, variable: string, value: string): Promise<void> {
+    const dir = dirname(this.path);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await withFileLock(`${this.path}.lock`, async () => {
+      const { doc, error } = await this.read();
+      if (error !== undefined) throw new Error(error);
+      const answers = Object.hasOwn(doc.workspaces, root) ? doc.workspaces[root]! : {};
+      setOwn(answers, variable, value);
+      setOwn(doc.workspaces, root, answers);
+      const tmp = join(dir, `.${basename(this.path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+      try {
+        const fh = await open(tmp, 'wx', 0o600);
+        try {
+          await fh.chmod(0o600);
+          await fh.writeFile(`${JSON.stringify(doc, null, 2)}\n`, 'utf8');
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+        await rename(tmp, this.path);
+      } catch (err) {
+        await rm(tmp, { force: true });
+        throw new Error(`cannot write ${this.path}: ${(err as Error).message}; check that ${dir} is writable by you`);
+      }
+    });
+  }
+}
