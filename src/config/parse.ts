@@ -1,6 +1,21 @@
-import { findNodeAtLocation, getNodeValue, parseTree, printParseErrorCode, stripComments, type Node, type ParseError } from 'jsonc-parser';
-import { parse as parseTomlText, TomlError } from 'smol-toml';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, Parser, type CST, type Node as YamlNode } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Jsonc from 'jsonc-parser';
+import type * as SmolToml from 'smol-toml';
+import type * as Yaml from 'yaml';
+
+type Node = Jsonc.Node;
+type ParseError = Jsonc.ParseError;
+type YamlNode = Yaml.Node;
+
+// The parsers load on first use: most config files are plain JSON (parsed
+// natively), and loading all three up front costs every host ~15 MB of RSS.
+const requireLazy = createRequire(import.meta.url);
+let jsoncModule: typeof Jsonc | undefined;
+let tomlModule: typeof SmolToml | undefined;
+let yamlModule: typeof Yaml | undefined;
+const jsonc = (): typeof Jsonc => (jsoncModule ??= requireLazy('jsonc-parser') as typeof Jsonc);
+const toml = (): typeof SmolToml => (tomlModule ??= requireLazy('smol-toml') as typeof SmolToml);
+const yaml = (): typeof Yaml => (yamlModule ??= requireLazy('yaml') as typeof Yaml);
 
 /**
  * Largest config file read, in bytes (1 MiB). Real config files are a few
@@ -113,15 +128,15 @@ function jsonDepthOverflow(text: string): number {
  * here does too; only the composer, which builds the document, recurses.
  */
 function yamlDepthOverflow(text: string): number {
-  const stack: { token: CST.Token; depth: number }[] = [];
-  for (const token of new Parser().parse(text)) stack.push({ token, depth: 0 });
+  const stack: { token: Yaml.CST.Token; depth: number }[] = [];
+  for (const token of new (yaml().Parser)().parse(text)) stack.push({ token, depth: 0 });
   while (stack.length > 0) {
     const { token, depth } = stack.pop()!;
     if (token.type === 'document') {
       if (token.value) stack.push({ token: token.value, depth });
     } else if (token.type === 'block-map' || token.type === 'block-seq' || token.type === 'flow-collection') {
       if (depth + 1 > MAX_CONFIG_DEPTH) return token.offset;
-      for (const item of token.items as CST.CollectionItem[]) {
+      for (const item of token.items as Yaml.CST.CollectionItem[]) {
         if (item.key) stack.push({ token: item.key, depth: depth + 1 });
         if (item.value) stack.push({ token: item.value, depth: depth + 1 });
       }
@@ -177,20 +192,20 @@ export function parseJsonc(text: string): ParsedText | SyntaxProblem {
 
 function parseJsoncTree(text: string): ParsedText | SyntaxProblem {
   const errors: ParseError[] = [];
-  const root = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
+  const root = jsonc().parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
   const starts = lineStarts(text);
-  if (root === undefined && stripComments(text).trim() === '') return { value: undefined, locate: () => undefined };
+  if (root === undefined && jsonc().stripComments(text).trim() === '') return { value: undefined, locate: () => undefined };
   const first = errors[0];
   if (first !== undefined || root === undefined) {
     const offset = first?.offset ?? 0;
-    const what = first ? printParseErrorCode(first.error).replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase() : 'not JSON';
+    const what = first ? jsonc().printParseErrorCode(first.error).replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase() : 'not JSON';
     return { position: positionAt(starts, offset), message: `JSON syntax error: ${what}` };
   }
   return {
-    value: getNodeValue(root),
+    value: jsonc().getNodeValue(root),
     locate(path) {
       for (let n = path.length; n >= 0; n--) {
-        const node: Node | undefined = findNodeAtLocation(root, [...path.slice(0, n)]);
+        const node: Node | undefined = jsonc().findNodeAtLocation(root, [...path.slice(0, n)]);
         if (node === undefined) continue;
         // Point at the property's key, where the member starts.
         const at = node.parent?.type === 'property' ? node.parent.offset : node.offset;
@@ -205,8 +220,8 @@ function parseJsoncTree(text: string): ParsedText | SyntaxProblem {
 export function parseYaml(text: string): ParsedText | SyntaxProblem {
   const deep = yamlDepthOverflow(text);
   if (deep >= 0) return tooDeep(positionAt(lineStarts(text), deep));
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: true });
+  const lineCounter = new (yaml().LineCounter)();
+  const doc = yaml().parseDocument(text, { lineCounter, prettyErrors: true });
   const first = doc.errors[0];
   if (first !== undefined) {
     const pos = first.linePos?.[0];
@@ -231,13 +246,13 @@ export function parseYaml(text: string): ParsedText | SyntaxProblem {
       let node: unknown = doc.contents;
       let found: number | undefined = (doc.contents as YamlNode | null)?.range?.[0];
       for (const seg of path) {
-        if (isMap(node)) {
-          const pair = node.items.find((p) => (isScalar(p.key) ? String(p.key.value) : String(p.key)) === String(seg));
+        if (yaml().isMap(node)) {
+          const pair = node.items.find((p) => (yaml().isScalar(p.key) ? String(p.key.value) : String(p.key)) === String(seg));
           if (!pair) break;
-          const keyRange = isScalar(pair.key) ? pair.key.range : undefined;
+          const keyRange = yaml().isScalar(pair.key) ? pair.key.range : undefined;
           if (keyRange) found = keyRange[0];
           node = pair.value;
-        } else if (isSeq(node) && typeof seg === 'number') {
+        } else if (yaml().isSeq(node) && typeof seg === 'number') {
           const item = node.items[seg] as YamlNode | undefined;
           if (!item) break;
           if (item.range) found = item.range[0];
@@ -262,9 +277,9 @@ export function parseToml(text: string): ParsedText | SyntaxProblem {
   let value: unknown;
   try {
     // maxDepth bounds inline arrays and tables; dotted headers are checked below.
-    value = parseTomlText(text, { maxDepth: MAX_CONFIG_DEPTH });
+    value = toml().parse(text, { maxDepth: MAX_CONFIG_DEPTH });
   } catch (err) {
-    if (err instanceof TomlError) {
+    if (err instanceof toml().TomlError) {
       const message = (err.message.split('\n')[0] ?? err.message).trim();
       return { position: { line: err.line, column: err.column }, message: `TOML syntax error: ${message}` };
     }

@@ -1,6 +1,15 @@
 import { statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
-import { watch, type FSWatcher } from 'chokidar';
+import { createRequire } from 'node:module';
+import type * as Chokidar from 'chokidar';
+
+type FSWatcher = Chokidar.FSWatcher;
+
+// Loaded when the first watch starts: hosts that never watch (one-shot CLI
+// commands, benchmarks, `watch: false`) do not pay for it.
+const requireLazy = createRequire(import.meta.url);
+let chokidar: typeof Chokidar | undefined;
+const watch = (...args: Parameters<typeof Chokidar.watch>): FSWatcher => (chokidar ??= requireLazy('chokidar') as typeof Chokidar).watch(...args);
 
 /** Options of {@link watchConfigFiles}. */
 export interface ConfigWatcherOptions {
