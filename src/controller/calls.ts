@@ -162,9 +162,12 @@ export class Calls {
   /** `McpController.getPrompt`, once the controller is known to be live. */
   async getPrompt(name: string, args: Record<string, string> = {}, opts: CallToolOptions = {}): Promise<GetPromptResult> {
     const prompt = this.deps.registry.getPrompt(name);
-    const rec = prompt ? this.deps.connections.get(prompt.server) : undefined;
     const ref = prompt ? this.deps.view.serverActors()[prompt.server] : undefined;
-    if (!prompt || !rec || !ref || stateNameOf(ref.getSnapshot()) !== 'connected') {
+    const state = ref ? stateNameOf(ref.getSnapshot()) : undefined;
+    // A cached prompt of a dormant (or still connecting) server wakes it, like a tool call.
+    if (prompt && ref && (state === 'dormant' || state === 'connecting')) return this.promptWhenConnected(name, prompt.server, ref, args, opts);
+    const rec = prompt ? this.deps.connections.get(prompt.server) : undefined;
+    if (!prompt || !rec || !ref || state !== 'connected') {
       const server = prompt?.server ?? this.deps.view.serverOfTool(name);
       const reason = server ? this.deps.view.unavailableReason(server) : undefined;
       throw new McpReconcilerError(
@@ -178,6 +181,32 @@ export class Calls {
       );
     }
     return rec.conn.client.getPrompt({ name: prompt.rawName, arguments: args }, { signal: opts.signal, timeout: opts.timeoutMs });
+  }
+
+  private async promptWhenConnected(
+    name: string,
+    server: string,
+    ref: AnyActorRef,
+    args: Record<string, string>,
+    opts: CallToolOptions,
+  ): Promise<GetPromptResult> {
+    const t0 = Date.now();
+    const entry = (ref.getSnapshot().context as { entry: DesiredServer }).entry;
+    const waitMs = opts.timeoutMs ?? (entry.config.timeout ?? this.deps.connectTimeoutMs) + 1_000;
+    ref.send({ type: 'CALL_STARTED' });
+    try {
+      const rec = await this.awaitConnected(name, server, ref, waitMs, opts.signal);
+      const prompt = this.deps.registry.getPrompt(name);
+      if (!prompt || prompt.server !== server) {
+        throw new McpReconcilerError(ErrorCode.UnknownTool, `Prompt ${name} is no longer provided: MCP server "${server}" connected and its live prompt list does not have it (the cached list was stale).`, {
+          details: { prompt: name, server, stale: true },
+        });
+      }
+      const timeout = opts.timeoutMs === undefined ? undefined : Math.max(1, opts.timeoutMs - (Date.now() - t0));
+      return await rec.conn.client.getPrompt({ name: prompt.rawName, arguments: args }, { signal: opts.signal, timeout });
+    } finally {
+      this.callEnded(ref);
+    }
   }
 
   /**

@@ -138,6 +138,22 @@ describe('lazy servers', () => {
     expect(row(c, 'b').cached).toBe(false);
   });
 
+  it('a cached prompt of a dormant server wakes it too: getPrompt starts it and answers', async () => {
+    const ws = h.workspace();
+    const config = stdioFixtureConfig('basic-server');
+    await fillCache(ws, 'p', config);
+    const c = h.controller(ws, { listingCache: cacheDir(ws), startup: 'lazy' });
+    await c.addRuntimeServer('p', config);
+    await c.start();
+    expect(row(c, 'p').state).toBe('dormant');
+    expect(c.prompts().map((p) => p.name)).toEqual(['mcp__p__greet']);
+    expect(c.pids()).toEqual([]);
+    const result = await c.getPrompt('mcp__p__greet', { who: 'Ada' });
+    expect(JSON.stringify(result.messages)).toContain('Ada');
+    expect(row(c, 'p').state).toBe('connected');
+    expect(c.pids()).toHaveLength(1);
+  });
+
   it('a lazy server without a cache connects once to fill it, then goes dormant', async () => {
     const ws = h.workspace();
     const c = h.controller(ws, { listingCache: cacheDir(ws) });
