@@ -402,6 +402,10 @@ export class ProcessTracker {
   private stateFile: string | undefined;
   /** Groups this tracker wrote to {@link stateFile}, by leader PID. */
   private readonly recorded = new Map<number, RecordedGroup>();
+  /** Changes to the state file not written yet: one write per tick, not one per spawn. */
+  private readonly pendingAdd = new Map<string, RecordedGroup>();
+  private readonly pendingRemove = new Set<string>();
+  private flushScheduled = false;
 
   constructor(options: ProcessTrackerOptions = {}) {
     this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
@@ -494,6 +498,8 @@ export class ProcessTracker {
   killAll(): Promise<void> {
     this.killAllPromise ??= Promise.resolve().then(async () => {
       await Promise.all(this.pids().map((pid) => this.killTree(pid)));
+      // Whoever awaited dispose() may exit at once: leave the file up to date.
+      this.flushState();
     });
     return this.killAllPromise;
   }
@@ -501,8 +507,8 @@ export class ProcessTracker {
   /** SIGKILL every tracked group now, synchronously; what the host-exit hook runs. */
   killAllSync(): void {
     for (const [pid, child] of this.children) signalGroup(pid, 'SIGKILL', child);
-    // SIGKILL is final: nothing is left for a later start to reap.
-    this.unrecord([...this.recorded.keys()]);
+    // SIGKILL is final: nothing is left for a later start to reap. Written now: the host is exiting.
+    this.unrecord([...this.recorded.keys()], { now: true });
   }
 
   private async terminate(pid: number, graceMs: number): Promise<void> {
@@ -528,7 +534,12 @@ export class ProcessTracker {
     }
   }
 
-  /** Add the group led by `pid` to the state file (synchronously: the host may be SIGKILLed any time). */
+  /**
+   * Add the group led by `pid` to the state file. The write happens once per
+   * event-loop turn for every spawn of that turn (50 servers starting at once
+   * cost one write, not 50 read-modify-writes); a host SIGKILLed within that
+   * turn leaves those few groups unrecorded.
+   */
   private record(pid: number): void {
     const file = this.stateFile;
     const me = host();
@@ -538,28 +549,44 @@ export class ProcessTracker {
     if (!id) return;
     const group: RecordedGroup = { pgid: pid, start: id.start, cmdline: id.cmdline, owner: me };
     this.recorded.set(pid, group);
-    try {
-      const key = groupKey(group);
-      writeState(file, [...readState(file).filter((g) => groupKey(g) !== key), group]);
-    } catch {
-      // Unwritable state dir: everything else still works; only post-SIGKILL reaping is lost.
-    }
+    const key = groupKey(group);
+    this.pendingRemove.delete(key);
+    this.pendingAdd.set(key, group);
+    this.scheduleFlush();
   }
 
-  private unrecord(pids: readonly number[]): void {
-    const file = this.stateFile;
-    const keys = new Set<string>();
+  private unrecord(pids: readonly number[], { now = false }: { now?: boolean } = {}): void {
     for (const pid of pids) {
       const group = this.recorded.get(pid);
       if (!group) continue;
       this.recorded.delete(pid);
-      keys.add(groupKey(group));
+      const key = groupKey(group);
+      this.pendingAdd.delete(key);
+      this.pendingRemove.add(key);
     }
-    if (file === undefined || keys.size === 0) return;
+    if (now) this.flushState();
+    else this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flushState());
+  }
+
+  /** Write the pending changes to the state file now (read-modify-write, atomic). */
+  private flushState(): void {
+    this.flushScheduled = false;
+    const file = this.stateFile;
+    if (file === undefined || (this.pendingAdd.size === 0 && this.pendingRemove.size === 0)) return;
+    const add = [...this.pendingAdd.values()];
+    const drop = new Set([...this.pendingRemove, ...this.pendingAdd.keys()]);
+    this.pendingAdd.clear();
+    this.pendingRemove.clear();
     try {
-      writeState(file, readState(file).filter((g) => !keys.has(groupKey(g))));
+      writeState(file, [...readState(file).filter((g) => !drop.has(groupKey(g))), ...add]);
     } catch {
-      // see record()
+      // Unwritable state dir: everything else still works; only post-SIGKILL reaping is lost.
     }
   }
 

@@ -176,13 +176,15 @@ describe.runIf(isUnix)('the process state file', () => {
     const quick = t.spawn(process.execPath, ['-e', 'process.stdin.once("data", () => process.exit(0))']);
     const stubborn = t.spawn(process.execPath, [fixturePath('ignore-sigterm-server')]);
     pids.push(quick.pid!, stubborn.pid!);
+    // Written once for both spawns, on the next turn of the event loop.
+    await waitFor(() => read().length === 2, 'both groups to be recorded');
     expect(read().sort()).toEqual([quick.pid!, stubborn.pid!].sort());
     expect(statSync(stateFile).mode & 0o777).toBe(0o600);
 
     quick.stdin!.write('bye\n');
     await waitFor(() => !read().includes(quick.pid!), 'the exited process to be dropped from the file');
     await t.killTree(stubborn.pid!);
-    expect(read()).toEqual([]);
+    await waitFor(() => read().length === 0, 'the killed group to be dropped from the file');
   });
 
   it('defaults to one file per workspace under $XDG_STATE_HOME, falling back to ~/.local/state', () => {
