@@ -98,21 +98,37 @@ export class Calls {
     opts: CallToolOptions,
   ): Promise<CallToolResult> {
     const server = cachedTool.server;
-    const t0 = Date.now();
-    const entry = (ref.getSnapshot().context as { entry: DesiredServer }).entry;
-    // Without a call timeout, the connect timeout (plus a moment, so the machine's own failure wins the race).
-    const waitMs = opts.timeoutMs ?? (entry.config.timeout ?? this.deps.connectTimeoutMs) + 1_000;
-    ref.send({ type: 'CALL_STARTED' });
-    try {
-      const rec = await this.awaitConnected(name, server, ref, waitMs, opts.signal);
+    return this.whenConnected(name, server, ref, opts, (rec, timeLeft) => {
       const tool = this.deps.registry.getTool(name);
       if (!tool || tool.server !== server) {
         throw new McpReconcilerError(ErrorCode.UnknownTool, `Tool ${name} is no longer provided: MCP server "${server}" connected and its live tool list does not have it (the cached list was stale). ${this.deps.view.toolUnavailableMessage(name)}`, {
           details: { tool: name, server, stale: true },
         });
       }
-      const left = opts.timeoutMs === undefined ? {} : { timeoutMs: Math.max(1, opts.timeoutMs - (Date.now() - t0)) };
-      return await this.sendCall(name, tool, rec, args, { ...opts, ...left });
+      return this.sendCall(name, tool, rec, args, { ...opts, ...(timeLeft === undefined ? {} : { timeoutMs: timeLeft }) });
+    });
+  }
+
+  /**
+   * Wake `server` (CALL_STARTED, counted until `use` settles), wait for it to
+   * be connected, then run `use` with its connection and what is left of the
+   * caller's timeout. Without a timeout the wait is bounded by the connect
+   * timeout plus a moment, so the machine's own failure wins the race.
+   */
+  private async whenConnected<T>(
+    name: string,
+    server: string,
+    ref: AnyActorRef,
+    opts: CallToolOptions,
+    use: (rec: ConnectionRecord, timeLeft: number | undefined) => Promise<T>,
+  ): Promise<T> {
+    const t0 = Date.now();
+    const entry = (ref.getSnapshot().context as { entry: DesiredServer }).entry;
+    const waitMs = opts.timeoutMs ?? (entry.config.timeout ?? this.deps.connectTimeoutMs) + 1_000;
+    ref.send({ type: 'CALL_STARTED' });
+    try {
+      const rec = await this.awaitConnected(name, server, ref, waitMs, opts.signal);
+      return await use(rec, opts.timeoutMs === undefined ? undefined : Math.max(1, opts.timeoutMs - (Date.now() - t0)));
     } finally {
       this.callEnded(ref);
     }
@@ -190,23 +206,15 @@ export class Calls {
     args: Record<string, string>,
     opts: CallToolOptions,
   ): Promise<GetPromptResult> {
-    const t0 = Date.now();
-    const entry = (ref.getSnapshot().context as { entry: DesiredServer }).entry;
-    const waitMs = opts.timeoutMs ?? (entry.config.timeout ?? this.deps.connectTimeoutMs) + 1_000;
-    ref.send({ type: 'CALL_STARTED' });
-    try {
-      const rec = await this.awaitConnected(name, server, ref, waitMs, opts.signal);
+    return this.whenConnected(name, server, ref, opts, (rec, timeout) => {
       const prompt = this.deps.registry.getPrompt(name);
       if (!prompt || prompt.server !== server) {
         throw new McpReconcilerError(ErrorCode.UnknownTool, `Prompt ${name} is no longer provided: MCP server "${server}" connected and its live prompt list does not have it (the cached list was stale).`, {
           details: { prompt: name, server, stale: true },
         });
       }
-      const timeout = opts.timeoutMs === undefined ? undefined : Math.max(1, opts.timeoutMs - (Date.now() - t0));
-      return await rec.conn.client.getPrompt({ name: prompt.rawName, arguments: args }, { signal: opts.signal, timeout });
-    } finally {
-      this.callEnded(ref);
-    }
+      return rec.conn.client.getPrompt({ name: prompt.rawName, arguments: args }, { signal: opts.signal, timeout });
+    });
   }
 
   /**

@@ -11,6 +11,7 @@ import type { GatewayPool } from '../../gateway/pool.js';
 import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
 import { controllerOptionsFor } from '../controller-session.js';
 import { writeRaw } from '../output.js';
+import { untilStopped } from '../until-stopped.js';
 
 /** Environment variable that fixes the HTTP access token (for client config files); random when unset. */
 export const GATEWAY_TOKEN_ENV = 'MCP_RECONCILER_GATEWAY_TOKEN';
@@ -93,30 +94,6 @@ function startedByGateway(): boolean {
   }
 }
 
-/** Resolves when Ctrl-C, SIGTERM or `io.signal` ends the gateway, or `stop()` is called. */
-function untilStopped(ctx: CliContext): { done: Promise<void>; stop: () => void; release: () => void } {
-  let stop!: () => void;
-  const done = new Promise<void>((resolve) => (stop = resolve));
-  const { signal } = ctx.io;
-  if (signal) {
-    if (signal.aborted) stop();
-    signal.addEventListener('abort', () => stop(), { once: true });
-    return { done, stop, release: () => {} };
-  }
-  const onSignal = (): void => stop();
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  process.on('SIGHUP', onSignal);
-  return {
-    done,
-    stop,
-    release: () => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      process.off('SIGHUP', onSignal);
-    },
-  };
-}
 
 async function run(ctx: CliContext): Promise<number> {
   const args = parseServeArgs(ctx);

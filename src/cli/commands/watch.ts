@@ -11,33 +11,10 @@ import { askForInputs, controllerOptionsFor } from '../controller-session.js';
 import { terminalSafe, writeRaw } from '../output.js';
 import { requestChannelPath, serveRequests, type ChannelRequest, type RequestResult, type RequestServer } from '../request-channel.js';
 import { statusTable } from './status.js';
+import { untilStopped } from '../until-stopped.js';
 
 const EVENTS = ['server-state', 'tools-changed', 'pending-approval', 'config-error', 'reconciled'] as const;
 
-/** Resolves when the user (Ctrl-C, SIGTERM) or the caller (`io.signal`) ends the session. */
-function untilStopped(ctx: CliContext): { done: Promise<void>; stop: () => void; release: () => void } {
-  let stop!: () => void;
-  const done = new Promise<void>((resolve) => (stop = resolve));
-  const { signal } = ctx.io;
-  if (signal) {
-    if (signal.aborted) stop();
-    signal.addEventListener('abort', () => stop(), { once: true });
-    return { done, stop, release: () => {} };
-  }
-  const onSignal = (): void => stop();
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  process.on('SIGHUP', onSignal);
-  return {
-    done,
-    stop,
-    release: () => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      process.off('SIGHUP', onSignal);
-    },
-  };
-}
 
 /** Machine-readable mode: one JSON object per line for every event; commands read from stdin lines. */
 function ndjson(ctx: CliContext, c: McpController, stop: () => void): () => void {
