@@ -11,9 +11,7 @@
  * sends, not JWT validation).
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   createMcpController,
@@ -22,9 +20,9 @@ import {
   requestJwtAuthorizationGrant,
   type AuthorizationGrantContext,
   type McpController,
-  type ServerStatus,
 } from '../../src/index.js';
-import { createBasicServer } from '../fixtures/basic-tools.js';
+import { json, listenLoopback, serveProtectedMcp } from '../fixtures/oauth-fixture.js';
+import { reach, stateOf } from './support.js';
 
 const ID_TOKEN = 'the-users-id-token';
 const IDP_CLIENT = 'idp-client';
@@ -51,11 +49,6 @@ async function readBody(req: IncomingMessage): Promise<string> {
   let text = '';
   for await (const chunk of req) text += chunk;
   return text;
-}
-
-function json(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify(value));
 }
 
 async function startXaaFixture(): Promise<XaaFixture> {
@@ -117,31 +110,13 @@ async function startXaaFixture(): Promise<XaaFixture> {
       access.add(token);
       return json(res, 200, { access_token: token, token_type: 'Bearer', expires_in: 3600 });
     }
-    if (url.pathname === '/mcp') {
-      const auth = req.headers.authorization ?? '';
-      if (!access.has(auth.startsWith('Bearer ') ? auth.slice(7) : '')) {
-        return json(res, 401, { error: 'invalid_token' }, { 'www-authenticate': `Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"` });
-      }
-      const server = createBasicServer({ name: 'xaa-fixture' });
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      res.on('close', () => {
-        void transport.close();
-        void server.close();
-      });
-      await server.connect(transport);
-      await transport.handleRequest(req, res);
-      return;
-    }
+    if (url.pathname === '/mcp') return serveProtectedMcp(req, res, access, base, 'xaa-fixture');
     json(res, 404, { error: 'not_found' });
   };
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      if (!res.headersSent) json(res, 500, { error: 'server_error', error_description: String(err) });
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const listening = await listenLoopback(handle);
+  const server = listening.server;
+  base = listening.base;
   return {
     base,
     url: `${base}/mcp`,
@@ -159,22 +134,6 @@ async function startXaaFixture(): Promise<XaaFixture> {
   };
 }
 
-function stateOf(c: McpController, name = 'remote'): ServerStatus | undefined {
-  return c.status().find((s) => s.name === name);
-}
-
-/** Resolves once `name` reaches `state` (event-driven, no polling clock). */
-function reach(c: McpController, state: string, name = 'remote'): Promise<void> {
-  return new Promise((resolve) => {
-    if (stateOf(c, name)?.state === state) return resolve();
-    const off = c.on('server-state', (e) => {
-      if (e.name === name && e.state === state) {
-        off();
-        resolve();
-      }
-    });
-  });
-}
 
 describe('cross-app access (SEP-990): token exchange at the IdP, JWT-bearer grant at the authorization server', () => {
   let fixture: XaaFixture;

@@ -9,8 +9,9 @@ import { mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createMcpController, FileTokenStore, MemoryApprovalStore, MemoryTokenStore, type McpController, type ServerStatus } from '../../src/index.js';
+import { createMcpController, FileTokenStore, MemoryApprovalStore, MemoryTokenStore, type McpController } from '../../src/index.js';
 import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
+import { reach, stateOf } from './support.js';
 import { redactServerConfig } from '../../src/config/redact.js';
 
 /** What a browser does: open the URL, follow the redirect to the loopback receiver. */
@@ -21,22 +22,6 @@ async function browser(_server: string, url: URL): Promise<void> {
   await (await fetch(location)).text();
 }
 
-function stateOf(c: McpController, name = 'remote'): ServerStatus | undefined {
-  return c.status().find((s) => s.name === name);
-}
-
-/** Resolves once `name` reaches `state` (event-driven, no polling clock). */
-function reach(c: McpController, state: string, name = 'remote'): Promise<void> {
-  return new Promise((resolve) => {
-    if (stateOf(c, name)?.state === state) return resolve();
-    const off = c.on('server-state', (e) => {
-      if (e.name === name && e.state === state) {
-        off();
-        resolve();
-      }
-    });
-  });
-}
 
 describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
   let fixture: OAuthFixture;

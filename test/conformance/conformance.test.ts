@@ -18,6 +18,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SCENARIOS } from '../../conformance/scenarios.js';
 
 interface Row {
   scenario: string;
@@ -33,35 +34,6 @@ const ROOT = resolve(import.meta.dirname, '..', '..');
 const RUNNER = join(ROOT, 'dist', 'conformance', 'run.js');
 const CLIENT = join(ROOT, 'dist', 'conformance', 'client.js');
 
-/** Every client scenario of the suite 0.1.16 (as conformance/run.ts runs them). */
-const SCENARIOS = [
-  'initialize',
-  'tools_call',
-  'elicitation-sep1034-client-defaults',
-  'sse-retry',
-  'auth/metadata-default',
-  'auth/metadata-var1',
-  'auth/metadata-var2',
-  'auth/metadata-var3',
-  'auth/basic-cimd',
-  'auth/scope-from-www-authenticate',
-  'auth/scope-from-scopes-supported',
-  'auth/scope-omitted-when-undefined',
-  'auth/scope-step-up',
-  'auth/scope-retry-limit',
-  'auth/token-endpoint-auth-basic',
-  'auth/token-endpoint-auth-post',
-  'auth/token-endpoint-auth-none',
-  'auth/pre-registration',
-  'auth/2025-03-26-oauth-metadata-backcompat',
-  'auth/2025-03-26-oauth-endpoint-fallback',
-  'auth/resource-mismatch',
-  'auth/offline-access-scope',
-  'auth/offline-access-not-supported',
-  'auth/client-credentials-jwt',
-  'auth/client-credentials-basic',
-  'auth/cross-app-access-complete-flow',
-];
 
 /** The whole run; ~35 s on an idle 2-core box. */
 const RUN_BUDGET_MS = 4.5 * 60_000;
