@@ -5,22 +5,19 @@
  * on SIGINT with no child left. One more run goes through a pseudo-terminal
  * (util-linux `script`) for the live view and the approval keys.
  */
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fixturePath, repoRoot } from '../helpers/fixtures.js';
 import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
+import { cliMain, WatchProcess as SharedWatch, type Line } from './watch-process.js';
 
 const SLOW = 30_000;
-const main = join(repoRoot, 'dist', 'src', 'cli', 'main.js');
+const main = cliMain;
 const demo = join(repoRoot, 'test', 'fixtures', 'watch-workspace');
 
-interface Line {
-  event: string;
-  [key: string]: unknown;
-}
 interface StatusRow {
   name: string;
   state: string;
@@ -44,51 +41,21 @@ function copyDemo(): string {
   return dir;
 }
 
-/** A running `watch` with its parsed stdout lines. */
-class WatchProcess {
-  readonly child: ChildProcessWithoutNullStreams;
-  readonly lines: Line[] = [];
-  stderr = '';
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** Every server PID any status line showed. */
-  readonly pids = new Set<number>();
-
+/** The shared subprocess runner on a copy of the watch workspace, with stdin commands and the server PIDs its status lines showed. */
+class WatchProcess extends SharedWatch {
   constructor(dir: string, extraArgs: string[] = []) {
     const ws = join(dir, 'ws');
-    this.child = spawn(
-      process.execPath,
-      [main, 'watch', '--cwd', ws, '--user-config', join(ws, 'user-settings.json'), '--approvals', join(dir, 'approvals.json'), ...extraArgs],
-      { env: { ...process.env, HOME: dir, XDG_CONFIG_HOME: dir, MCP_RECONCILER_APPROVALS: '' }, stdio: 'pipe' },
-    );
-    let buf = '';
-    this.child.stdout.setEncoding('utf8');
-    this.child.stdout.on('data', (chunk: string) => {
-      buf += chunk;
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const text = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (text.trim() === '') continue;
-        const line = JSON.parse(text) as Line;
-        this.lines.push(line);
-        for (const r of statusOf(line) ?? []) if (typeof r.pid === 'number') this.pids.add(r.pid);
-      }
+    super(['--cwd', ws, '--user-config', join(ws, 'user-settings.json'), '--approvals', join(dir, 'approvals.json'), ...extraArgs], {
+      ...process.env,
+      HOME: dir,
+      XDG_CONFIG_HOME: dir,
+      MCP_RECONCILER_APPROVALS: '',
     });
-    this.child.stderr.setEncoding('utf8');
-    this.child.stderr.on('data', (s: string) => (this.stderr += s));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
   }
 
-  /** Wait for a line after index `from` that matches, and return it. */
-  async next(match: (l: Line) => boolean, what: string, from = 0): Promise<Line> {
-    let found: Line | undefined;
-    await waitFor(
-      () => (found = this.lines.slice(from).find(match)) !== undefined || this.child.exitCode !== null,
-      `${what} (stderr: ${this.stderr.slice(-500)})`,
-      SLOW,
-    );
-    if (!found) throw new Error(`watch exited before ${what}: ${this.stderr}`);
-    return found;
+  /** Every server PID any status line showed. */
+  get pids(): Set<number> {
+    return new Set(this.lines.flatMap((l) => statusOf(l) ?? []).flatMap((r) => (typeof r.pid === 'number' ? [r.pid] : [])));
   }
 
   send(command: string): void {
