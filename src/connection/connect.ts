@@ -422,7 +422,8 @@ class Connection implements LiveConnection {
   private shouldFallBackToSse(err: unknown): boolean {
     if (this.kind !== 'http' || this.used !== 'http' || this.entry.config.fallbackToSse !== true || this.sawUnauthorized) return false;
     const status = httpStatusOf(err) ?? this.permanentStatus;
-    return status !== undefined && status >= 400 && status < 500 && ![401, 408, 429].includes(status);
+    // A 404 here is the path an SSE-only server does not serve, not a lost session.
+    return status === 404 || isPermanentStatus(status);
   }
 
   /** Drop the streamable-HTTP attempt and put an SSE transport in its place. */

@@ -17,7 +17,7 @@ import { terminalSafe } from '../../src/cli/output.js';
 import { fixFor, shellQuote } from '../../src/controller/messages.js';
 import type { Reason } from '../../src/controller/types.js';
 import { dashboardView } from '../../src/dashboard/view.js';
-import { Harness, cli, processesMatching, waitState, type Workspace } from '../controller/support.js';
+import { Harness, cli, processesMatching, type Workspace } from '../controller/support.js';
 import { stdioFixtureConfig } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
 
