@@ -1,5 +1,5 @@
 import type { ServerConfig } from '../../machines/types.js';
-import { identityOf, stableHash } from '../gating/stable.js';
+import { identityOf, stableHash } from '../util/stable-hash.js';
 
 /**
  * Stable hash of the full server config: what an approval is bound to

@@ -1,7 +1,9 @@
-import type { ParseArgsConfig } from 'node:util';
 import type { FormatName } from '../config/formats.js';
 import type { Preset } from '../config/presets.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
+import type { CliOptions, CliPositional, OptionValues } from './args.js';
+
+export type { CliOption, CliOptions, CliPositional, OptionValues } from './args.js';
 
 /** Where a CLI run reads and writes; `runCli` takes it so tests can run in-process. */
 export interface CliIo {
@@ -17,12 +19,6 @@ export interface CliIo {
   /** Ends long-running commands (`watch`) like Ctrl-C does; in-process callers use it instead of signals. */
   signal?: AbortSignal;
 }
-
-/** Option definitions in `node:util` `parseArgs` form. */
-export type OptionDefs = NonNullable<ParseArgsConfig['options']>;
-
-/** Parsed option values (global and the command's own). */
-export type OptionValues = Record<string, string | boolean | (string | boolean)[] | undefined>;
 
 /** The global options after resolution (paths absolute, preset looked up). */
 export interface GlobalOptions {
@@ -52,24 +48,27 @@ export interface CliContext {
   global: GlobalOptions;
   /** All parsed option values, including the command's own `options`. */
   values: OptionValues;
-  /** Positional arguments after the command name. */
+  /**
+   * Positional arguments after the command name; their count already matches
+   * the command's `positionals` declaration (main checks it before `run`).
+   */
   positionals: string[];
 }
 
 /**
  * One CLI command. Adding a command = one file exporting a `CliCommand` and
- * one line in `commands/index.ts`.
+ * one line in `commands/index.ts`. Its `positionals` and `options` are the
+ * only description of its arguments: parsing, the count check, the usage
+ * line and `--help` are all derived from them (src/cli/args.ts).
  */
 export interface CliCommand {
   name: string;
   /** One line for `--help`. */
   summary: string;
-  /** Positional syntax shown in help, e.g. `SERVER`. */
-  usage?: string;
+  /** Positional arguments, in order; none when absent (extra ones are a usage error). */
+  positionals?: readonly CliPositional[];
   /** Options of this command only (global ones are added by main). */
-  options?: OptionDefs;
-  /** Help lines for `options`, e.g. `['--session   approve for this session only']`. */
-  optionHelp?: string[];
+  options?: CliOptions;
   /** Example command lines for `<verb> --help`, each with a `# what it does` comment. */
   examples?: string[];
   /** Returns the exit code; throw `McpReconcilerError` for user-facing failures. */

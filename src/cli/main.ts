@@ -9,63 +9,47 @@ import { FORMAT_NAMES, isFormatName } from '../config/formats.js';
 import { defaultInputsPath } from '../config/input-store.js';
 import { presets, resolvePreset } from '../config/presets.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
-import type { CliCommand, CliIo, GlobalOptions, OptionDefs, OptionValues } from './command.js';
+import { BIN, checkPositionals, foldAliases, helpLines, helpWidth, optionRows, parseDefs, positionalRows, usageOf, type CliOptions, type OptionDefs, type OptionValues } from './args.js';
+import type { CliCommand, CliIo, GlobalOptions } from './command.js';
 import { commands as defaultCommands } from './commands/index.js';
 import { terminalSafeIo } from './output.js';
 import { isInlineConfig } from '../config/reader.js';
 
-const BIN = 'mcp-reconciler';
-
 /** Options every command accepts. */
 export const GLOBAL_OPTIONS = {
-  cwd: { type: 'string' },
-  preset: { type: 'string' },
-  config: { type: 'string', multiple: true },
-  'mcp-config': { type: 'string', multiple: true },
-  'user-config': { type: 'string' },
+  cwd: { type: 'string', value: 'DIR', help: 'workspace root (default: the current directory)' },
+  preset: { type: 'string', value: 'NAME', help: 'config layout (default: default)' },
+  config: { type: 'string', value: 'FILE|JSON', multiple: true, aliases: ['mcp-config'], help: 'extra config in cli scope' },
+  'user-config': { type: 'string', value: 'FILE', help: 'use FILE as the user-scope config' },
   // Not `--format`: that is viz's output format (SPEC §10).
-  'config-format': { type: 'string' },
-  approvals: { type: 'string' },
-  inputs: { type: 'string' },
-  'allowed-mcp-server-names': { type: 'string', multiple: true },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-  version: { type: 'boolean', short: 'v' },
-} as const satisfies OptionDefs;
-
-const GLOBAL_HELP = [
-  '--cwd DIR                        workspace root (default: the current directory)',
-  '--preset NAME                    config layout (default: default)',
-  '--config FILE|JSON               extra config in cli scope; repeatable (alias --mcp-config)',
-  '--user-config FILE               use FILE as the user-scope config',
-  '--config-format NAME             read --config files in this host format (default: the preset’s, else judged per file)',
-  '--approvals FILE                 approvals store (default: $MCP_RECONCILER_APPROVALS or ~/.config/mcp-reconciler/approvals.json)',
-  '--inputs FILE                    remembered ${input:…} answers (default: $MCP_RECONCILER_INPUTS or ~/.config/mcp-reconciler/inputs.json)',
-  '--allowed-mcp-server-names a,b   only these servers may connect (upper bound)',
-  '--json                           machine-readable output',
-  '-h, --help                       show help',
-  '-v, --version                    show the version',
-];
+  'config-format': { type: 'string', value: 'NAME', help: 'read --config files in this host format (default: the preset’s, else judged per file)' },
+  approvals: { type: 'string', value: 'FILE', help: 'approvals store (default: $MCP_RECONCILER_APPROVALS or ~/.config/mcp-reconciler/approvals.json)' },
+  inputs: { type: 'string', value: 'FILE', help: 'remembered ${input:…} answers (default: $MCP_RECONCILER_INPUTS or ~/.config/mcp-reconciler/inputs.json)' },
+  'allowed-mcp-server-names': { type: 'string', value: 'a,b', multiple: true, help: 'only these servers may connect (upper bound)' },
+  json: { type: 'boolean', help: 'machine-readable output' },
+  help: { type: 'boolean', short: 'h', help: 'show help' },
+  version: { type: 'boolean', short: 'v', help: 'show the version' },
+} as const satisfies CliOptions;
 
 function usageError(message: string, hint = `run \`${BIN} --help\` for usage`): McpReconcilerError {
   return new McpReconcilerError(ErrorCode.Usage, message, { hint });
 }
 
+const headOf = (c: CliCommand): string => [c.name, usageOf(c.positionals)].filter(Boolean).join(' ');
+
 function generalHelp(commands: readonly CliCommand[]): string {
-  const heads = commands.map((c) => c.name + (c.usage ? ` ${c.usage}` : ''));
-  // Wide enough for the longest `command USAGE`, so a summary never runs into it.
-  const width = Math.max(22, ...heads.map((h) => h.length + 2));
-  const rows = commands.map((c, i) => `  ${heads[i]!.padEnd(width)}${c.summary}`);
+  const rows = commands.map((c): [string, string] => [headOf(c), c.summary]);
+  const global = optionRows(GLOBAL_OPTIONS);
   return [
     `Usage: ${BIN} <command> [options]`,
     '',
     'Keeps a workspace’s MCP servers in the state their config asks for.',
     '',
     'Commands:',
-    ...rows,
+    ...helpLines(rows, helpWidth(rows)),
     '',
     'Global options:',
-    ...GLOBAL_HELP.map((l) => `  ${l}`),
+    ...helpLines(global, helpWidth(global)),
     '',
     `Presets: ${Object.keys(presets).join(', ')}`,
     'Exit codes: 0 ok, 1 runtime failure, 2 usage or config error.',
@@ -75,16 +59,21 @@ function generalHelp(commands: readonly CliCommand[]): string {
 }
 
 function commandHelp(c: CliCommand): string {
+  const args = positionalRows(c.positionals);
+  const own = optionRows(c.options ?? {});
+  const global = optionRows(GLOBAL_OPTIONS);
+  // The command's own arguments and options share a column; the long global names get theirs.
+  const width = helpWidth(args, own);
+  const section = (title: string, lines: string[]): string[] => (lines.length > 0 ? [`${title}:`, ...lines, ''] : []);
   return [
-    `Usage: ${BIN} ${c.name}${c.usage ? ` ${c.usage}` : ''} [options]`,
+    `Usage: ${BIN} ${headOf(c)} [options]`,
     '',
     c.summary,
     '',
-    ...(c.optionHelp && c.optionHelp.length > 0 ? ['Options:', ...c.optionHelp.map((l) => `  ${l}`), ''] : []),
-    ...(c.examples && c.examples.length > 0 ? ['Examples:', ...c.examples.map((l) => `  ${l}`), ''] : []),
-    'Global options:',
-    ...GLOBAL_HELP.map((l) => `  ${l}`),
-    '',
+    ...section('Arguments', helpLines(args, width)),
+    ...section('Options', helpLines(own, width)),
+    ...section('Examples', (c.examples ?? []).map((l) => `  ${l}`)),
+    ...section('Global options', helpLines(global, helpWidth(global))),
   ].join('\n');
 }
 
@@ -122,7 +111,8 @@ function resolveGlobal(values: OptionValues, io: CliIo): GlobalOptions {
   }
   if (!isDir) throw usageError(`--cwd: "${root}" is not a directory`, 'pass an existing workspace directory');
   const preset = resolvePreset(strings(values.preset)[0] ?? 'default');
-  const configFiles = [...strings(values.config), ...strings(values['mcp-config'])].map((f) => (isInlineConfig(f) ? f : resolve(io.cwd, f)));
+  // `--mcp-config` values are folded into `config` (its alias) by the parse.
+  const configFiles = strings(values.config).map((f) => (isInlineConfig(f) ? f : resolve(io.cwd, f)));
   const userConfig = strings(values['user-config'])[0];
   const format = strings(values['config-format'])[0];
   if (format !== undefined && !isFormatName(format)) throw usageError(`unknown format "${format}"`, `use one of: ${FORMAT_NAMES.join(', ')}`);
@@ -172,8 +162,8 @@ export async function runCli(argv: string[], io: CliIo, commands: readonly CliCo
   try {
     // First pass only finds the command name; every command's options are known
     // so a value-taking option before the command does not swallow it.
-    const all: OptionDefs = { ...GLOBAL_OPTIONS };
-    for (const c of commands) Object.assign(all, c.options ?? {});
+    const all: OptionDefs = parseDefs(GLOBAL_OPTIONS);
+    for (const c of commands) Object.assign(all, parseDefs(c.options ?? {}));
     const pre = parse(argv, all, false);
     const name = pre.positionals[0];
     if (name === undefined) {
@@ -191,13 +181,18 @@ export async function runCli(argv: string[], io: CliIo, commands: readonly CliCo
     if (!command) {
       throw usageError(`unknown command "${name}"`, `commands: ${commands.map((c) => c.name).join(', ')}; run \`${BIN} --help\``);
     }
-    const { values, positionals } = parse(argv, { ...GLOBAL_OPTIONS, ...command.options }, true);
+    const declared: CliOptions = { ...GLOBAL_OPTIONS, ...command.options };
+    const parsed = parse(argv, parseDefs(declared), true);
+    const values = foldAliases(parsed.values, declared);
     if (values.help === true) {
       io.stdout.write(commandHelp(command));
       return 0;
     }
+    // Usage before anything else: a wrong count must not load the workspace or start servers.
+    const positionals = parsed.positionals.slice(1);
+    checkPositionals(command.name, command.positionals, positionals);
     const global = resolveGlobal(values, io);
-    return await command.run({ io, global, values, positionals: positionals.slice(1) });
+    return await command.run({ io, global, values, positionals });
   } catch (err) {
     io.stderr.write(`error: ${describeError(err)}\n`);
     const hint = err instanceof McpReconcilerError ? err.hint : undefined;

@@ -1,5 +1,3 @@
-import { homedir } from 'node:os';
-import { relative, isAbsolute, sep } from 'node:path';
 import type { CliIo } from './command.js';
 
 /**
@@ -63,15 +61,6 @@ export function table(rows: readonly (readonly string[])[]): string {
   return safe
     .map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd())
     .join('\n');
-}
-
-/** A path as a user reads it: relative to the root when inside it, `~/…` under home, else absolute. */
-export function displayPath(path: string, root: string, home: string = homedir()): string {
-  if (!isAbsolute(path)) return path;
-  const rel = relative(root, path);
-  if (rel !== '' && !rel.startsWith('..') && !isAbsolute(rel)) return rel;
-  if (home && (path === home || path.startsWith(home + sep))) return `~${path.slice(home.length)}`;
-  return path;
 }
 
 /** `a, b` or `-` for an empty list. */

@@ -3,7 +3,7 @@ import type { AnyActorRef, StateValue } from 'xstate';
 import type { McpController } from '../controller.js';
 import { describeReason, fixFor } from '../controller/messages.js';
 import type { ServerStatus } from '../controller/types.js';
-import { displayPath } from '../cli/output.js';
+import { displayPath } from '../format/paths.js';
 import { activeStateIds } from '../viz/active.js';
 
 /** The server machine's id, the prefix of every chart node id. */

@@ -1,6 +1,6 @@
 import deepEqual from 'fast-deep-equal';
 import type { ServerConfig } from '../../machines/types.js';
-import { identityOf, normalise } from './stable.js';
+import { identityOf, normalise } from '../util/stable-hash.js';
 
 /** Gating lists as read from settings (before the CLI bound is applied). */
 export interface GatingLists {

@@ -1,5 +1,5 @@
 import type { ServerConfig } from '../../machines/types.js';
-import { identityOf, stableHash } from './stable.js';
+import { identityOf, stableHash } from '../util/stable-hash.js';
 
 /** The fields that decide what is connected to (SPEC §2.5). */
 export const CONNECTION_FIELDS = ['type', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'auth', 'oauth', 'fallbackToSse', 'headersHelper'] as const;

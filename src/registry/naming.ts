@@ -1,4 +1,4 @@
-import { stableHash } from '../gating/stable.js';
+import { stableHash } from '../util/stable-hash.js';
 
 /** Every registered tool and prompt name starts with this. */
 export const REGISTERED_NAME_PREFIX = 'mcp__';

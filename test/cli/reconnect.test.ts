@@ -140,7 +140,7 @@ describe('without a running watch', () => {
     expect(bad.stderr).toContain('error: --timeout must be a whole number of milliseconds from 1 to 86400000 (24 h), not "0"');
     const none = await runBinary(['reconnect', ...args], env);
     expect(none.code).toBe(2);
-    expect(none.stderr).toContain('reconnect needs exactly one SERVER name');
+    expect(none.stderr).toContain('error: reconnect needs SERVER, but no arguments were given');
     const stored = await runBinary(['approve', 'docs', '--timeout', '100', ...args], env);
     expect(stored.code).toBe(2);
     expect(stored.stderr).toContain('--timeout only applies with --session');

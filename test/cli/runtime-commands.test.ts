@@ -142,7 +142,7 @@ describe('call', () => {
 
     const missing = await run(ws, 'call');
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('call needs TOOL');
+    expect(missing.stderr).toContain('error: call needs TOOL, but no arguments were given');
   });
 });
 
@@ -268,7 +268,7 @@ describe('approve / reject', () => {
 
     const none = await run(ws, 'approve');
     expect(none.code).toBe(2);
-    expect(none.stderr).toContain('approve needs exactly one SERVER name');
+    expect(none.stderr).toContain('error: approve needs SERVER, but no arguments were given');
 
     // A session approval needs a running watch to live in (see reconnect.test.ts for one that runs).
     const session = await run(ws, 'approve', 'docs', '--session');

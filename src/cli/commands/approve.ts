@@ -1,7 +1,8 @@
 import { isGated } from '../../../machines/admission.js';
 import { canonicalRoot, FileApprovalStore } from '../../approvals/store.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
-import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
+import { parseTimeoutMs, type CliCommand, type CliContext, type CliPositional } from '../command.js';
+import { DEFAULT_PICKUP_TIMEOUT_MS } from '../request-channel.js';
 import { sendToRunningWatch } from '../send-to-watch.js';
 import { loadWorkspace } from '../workspace.js';
 
@@ -10,11 +11,8 @@ import { loadWorkspace } from '../workspace.js';
  * anything: approving must never be the thing that spawns a process.
  */
 async function decide(ctx: CliContext, decision: 'approved' | 'rejected'): Promise<number> {
-  const verb = decision === 'approved' ? 'approve' : 'reject';
-  const [server, ...rest] = ctx.positionals;
-  if (!server || rest.length > 0) {
-    throw new McpReconcilerError(ErrorCode.Usage, `${verb} needs exactly one SERVER name`, { hint: `e.g. mcp-reconciler ${verb} docs` });
-  }
+  // main checked the count against the declared `positionals`.
+  const [server] = ctx.positionals as [string];
   const timeout = parseTimeoutMs(ctx.values);
   if (decision === 'approved' && ctx.values.session === true) {
     // A session approval lives in a running controller's memory, so it goes to the
@@ -52,6 +50,8 @@ async function decide(ctx: CliContext, decision: 'approved' | 'rejected'): Promi
   return 0;
 }
 
+const serverArg = (what: string): CliPositional => ({ name: 'SERVER', arity: 'required', help: `the project or workspace server to ${what} (a name from \`mcp-reconciler config\`)` });
+
 /**
  * `approve SERVER`: persist an approval for the server's current config hash;
  * `--session`: approve it in the running `watch` only (nothing stored).
@@ -62,13 +62,12 @@ export const approveCommand: CliCommand = {
     "mcp-reconciler approve docs                 # approve the project server \"docs\" for its current config",
     "mcp-reconciler approve docs --session       # approve it only for the running watch (nothing stored)",
   ],
-  usage: 'SERVER',
+  positionals: [serverArg('approve')],
   summary: 'approve a project/workspace server for its current config',
-  options: { session: { type: 'boolean' }, timeout: { type: 'string' } },
-  optionHelp: [
-    '--session      approve for the running watch of this workspace only; nothing is stored',
-    '--timeout MS   with --session: how long the running watch has to take it (default 5000)',
-  ],
+  options: {
+    session: { type: 'boolean', help: 'approve for the running watch of this workspace only; nothing is stored' },
+    timeout: { type: 'string', value: 'MS', help: `with --session: how long the running watch has to take it (default ${DEFAULT_PICKUP_TIMEOUT_MS})` },
+  },
   run: (ctx) => decide(ctx, 'approved'),
 };
 
@@ -78,7 +77,7 @@ export const rejectCommand: CliCommand = {
   examples: [
     "mcp-reconciler reject docs                  # never start \"docs\" with this exact config",
   ],
-  usage: 'SERVER',
+  positionals: [serverArg('reject')],
   summary: 'reject a project/workspace server for its current config',
   run: (ctx) => decide(ctx, 'rejected'),
 };

@@ -9,16 +9,14 @@ import type { DesiredServer } from '../../../machines/types.js';
 import { OAuthManager } from '../../auth/manager.js';
 import { defaultTokenStorePath, FileTokenStore } from '../../auth/token-store.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
-import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
+import { parseTimeoutMs, type CliCommand, type CliContext, type CliOption, type CliPositional } from '../command.js';
 import { loadWorkspace } from '../workspace.js';
 
 const DEFAULT_WAIT_MS = 5 * 60_000;
 
-async function serverEntry(ctx: CliContext, verb: string): Promise<DesiredServer> {
-  const [server, ...rest] = ctx.positionals;
-  if (!server || rest.length > 0) {
-    throw new McpReconcilerError(ErrorCode.Usage, `${verb} needs exactly one SERVER name`, { hint: `e.g. mcp-reconciler ${verb} github` });
-  }
+async function serverEntry(ctx: CliContext): Promise<DesiredServer> {
+  // main checked the count against the declared `positionals`.
+  const [server] = ctx.positionals as [string];
   const ws = await loadWorkspace(ctx.global, ctx.io);
   const entry = Object.hasOwn(ws.assembled.desired, server) ? ws.assembled.desired[server] : undefined;
   if (!entry) {
@@ -36,7 +34,7 @@ function tokenStore(ctx: CliContext): FileTokenStore {
 }
 
 async function authRun(ctx: CliContext): Promise<number> {
-  const entry = await serverEntry(ctx, 'auth');
+  const entry = await serverEntry(ctx);
   const timeoutMs = parseTimeoutMs(ctx.values) ?? DEFAULT_WAIT_MS;
   const store = tokenStore(ctx);
   const manager = new OAuthManager({ store, authorizationTimeoutMs: timeoutMs, warn: (m) => ctx.io.stderr.write(`${m}\n`) });
@@ -61,7 +59,7 @@ async function authRun(ctx: CliContext): Promise<number> {
 }
 
 async function logoutRun(ctx: CliContext): Promise<number> {
-  const entry = await serverEntry(ctx, 'logout');
+  const entry = await serverEntry(ctx);
   const store = tokenStore(ctx);
   const manager = new OAuthManager({ store });
   const had = await manager.logout(entry);
@@ -71,15 +69,23 @@ async function logoutRun(ctx: CliContext): Promise<number> {
   return 0;
 }
 
-const STORE_HELP = '--token-store FILE   OAuth token store (default: $MCP_RECONCILER_OAUTH_STORE or ~/.config/mcp-reconciler/oauth.json)';
+const tokenStoreOption: CliOption = {
+  type: 'string',
+  value: 'FILE',
+  help: 'OAuth token store (default: $MCP_RECONCILER_OAUTH_STORE or ~/.config/mcp-reconciler/oauth.json)',
+};
+
+const serverArg: CliPositional = { name: 'SERVER', arity: 'required', help: 'a remote (HTTP) server of this workspace' };
 
 /** `auth SERVER`: sign in to a remote server with OAuth (prints the URL, waits for the loopback redirect). */
 export const authCommand: CliCommand = {
   name: 'auth',
-  usage: 'SERVER',
+  positionals: [serverArg],
   summary: 'sign in to a remote server with OAuth; a running watch picks the tokens up',
-  options: { timeout: { type: 'string' }, 'token-store': { type: 'string' } },
-  optionHelp: ['--timeout MS         how long to wait for the browser (default 300000)', STORE_HELP],
+  options: {
+    timeout: { type: 'string', value: 'MS', help: `how long to wait for the browser (default ${DEFAULT_WAIT_MS})` },
+    'token-store': tokenStoreOption,
+  },
   examples: ['mcp-reconciler auth linear                  # prints the sign-in URL, waits for the browser, stores the tokens (0600)'],
   run: authRun,
 };
@@ -87,10 +93,9 @@ export const authCommand: CliCommand = {
 /** `logout SERVER`: forget a remote server's stored OAuth credentials. */
 export const logoutCommand: CliCommand = {
   name: 'logout',
-  usage: 'SERVER',
+  positionals: [serverArg],
   summary: "forget a remote server's stored OAuth credentials",
-  options: { 'token-store': { type: 'string' } },
-  optionHelp: [STORE_HELP],
+  options: { 'token-store': tokenStoreOption },
   examples: ['mcp-reconciler logout linear                # forget its tokens; it asks to sign in again next time'],
   run: logoutRun,
 };

@@ -21,12 +21,8 @@ function parseArgsJson(text: string | undefined): Record<string, unknown> {
 }
 
 async function run(ctx: CliContext): Promise<number> {
-  const [tool, json, ...rest] = ctx.positionals;
-  if (!tool || rest.length > 0) {
-    throw new McpReconcilerError(ErrorCode.Usage, 'call needs TOOL and at most one JSON_ARGS', {
-      hint: `e.g. mcp-reconciler call mcp__docs__echo '{"text":"hi"}'`,
-    });
-  }
+  // main checked the count against the declared `positionals`.
+  const [tool, json] = ctx.positionals as [string, string?];
   const args = parseArgsJson(json);
   const timeoutMs = parseTimeoutMs(ctx.values);
   const result = await withController(ctx, (c) =>
@@ -64,9 +60,13 @@ export const callCommand: CliCommand = {
     "mcp-reconciler call mcp__files__read_file '{\"path\":\"README.md\"}'",
     "mcp-reconciler call mcp__notes__echo '{\"text\":\"hi\"}' --timeout 5000 --json",
   ],
-  usage: 'TOOL [JSON_ARGS]',
+  positionals: [
+    { name: 'TOOL', arity: 'required', help: 'the registered tool name, mcp__<server>__<tool> (see `mcp-reconciler tools`)' },
+    { name: 'JSON_ARGS', arity: 'optional', help: 'the arguments as one JSON object (default {})' },
+  ],
   summary: 'call a tool and print its result',
-  options: { timeout: { type: 'string' } },
-  optionHelp: ['--timeout MS   give up on the call after MS milliseconds (default 60000)'],
+  options: {
+    timeout: { type: 'string', value: 'MS', help: `give up on the call after MS milliseconds (default ${DEFAULT_REQUEST_TIMEOUT_MSEC})` },
+  },
   run,
 };

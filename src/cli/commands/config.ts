@@ -8,7 +8,8 @@ import { ErrorCode, McpReconcilerError } from '../../errors.js';
 import { computeGating } from '../../gating/compute.js';
 import { transportOf } from '../../gating/fingerprint.js';
 import type { CliCommand, CliContext } from '../command.js';
-import { displayPath, joinList, table } from '../output.js';
+import { displayPath } from '../../format/paths.js';
+import { joinList, table } from '../output.js';
 import { loadWorkspace } from '../workspace.js';
 
 // The shown config is the expanded one; `config` output is for looking at, so
@@ -18,11 +19,6 @@ const redact = (config: ServerConfig, secrets: readonly string[]): Omit<ServerCo
 
 async function run(ctx: CliContext): Promise<number> {
   const { io, global: g } = ctx;
-  if (ctx.positionals.length > 0) {
-    throw new McpReconcilerError(ErrorCode.Usage, `config takes no arguments, got "${ctx.positionals.join(' ')}"`, {
-      hint: 'run `mcp-reconciler config --help`',
-    });
-  }
   const ws = await loadWorkspace(g, io);
   const fatal = ws.loaded.filter((l) => l.fatal).flatMap((l) => l.issues);
   if (fatal.length > 0) {

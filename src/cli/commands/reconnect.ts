@@ -1,5 +1,5 @@
-import { ErrorCode, McpReconcilerError } from '../../errors.js';
 import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
+import { DEFAULT_PICKUP_TIMEOUT_MS } from '../request-channel.js';
 import { sendToRunningWatch } from '../send-to-watch.js';
 
 /**
@@ -8,10 +8,8 @@ import { sendToRunningWatch } from '../send-to-watch.js';
  * would change nothing. Without a watch this fails and says so.
  */
 async function run(ctx: CliContext): Promise<number> {
-  const [server, ...rest] = ctx.positionals;
-  if (!server || rest.length > 0) {
-    throw new McpReconcilerError(ErrorCode.Usage, 'reconnect needs exactly one SERVER name', { hint: 'e.g. mcp-reconciler reconnect docs' });
-  }
+  // main checked the count against the declared `positionals`.
+  const [server] = ctx.positionals as [string];
   const timeout = parseTimeoutMs(ctx.values);
   return sendToRunningWatch(
     ctx,
@@ -27,9 +25,10 @@ export const reconnectCommand: CliCommand = {
   examples: [
     "mcp-reconciler reconnect github             # the running watch retries \"github\" now, with a fresh budget",
   ],
-  usage: 'SERVER',
+  positionals: [{ name: 'SERVER', arity: 'required', help: 'a server of the running watch' }],
   summary: 'make the running watch reconnect a failed, needs-auth or reconnecting server now',
-  options: { timeout: { type: 'string' } },
-  optionHelp: [`--timeout MS   how long the running watch has to take the request (default 5000)`],
+  options: {
+    timeout: { type: 'string', value: 'MS', help: `how long the running watch has to take the request (default ${DEFAULT_PICKUP_TIMEOUT_MS})` },
+  },
   run,
 };

@@ -3,7 +3,8 @@ import type { ServerStatus } from '../../controller/types.js';
 import { formatIssue, type ConfigIssue } from '../../config/sources.js';
 import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
 import { withController } from '../controller-session.js';
-import { displayPath, table } from '../output.js';
+import { displayPath } from '../../format/paths.js';
+import { table } from '../output.js';
 
 /** One human line per server: name, scope, state, tools, reason, source, transport (the one in use once connected), stdio PID. */
 export function statusTable(rows: readonly ServerStatus[], root: string, home: string): string {
@@ -50,7 +51,6 @@ export const statusCommand: CliCommand = {
     "mcp-reconciler status --timeout 30000 --json",
   ],
   summary: 'start the servers, wait until they settle, print their state, exit',
-  options: { timeout: { type: 'string' } },
-  optionHelp: ['--timeout MS   wait at most MS milliseconds for the servers to settle (default 10000)'],
+  options: { timeout: { type: 'string', value: 'MS', help: 'wait at most MS milliseconds for the servers to settle (default 10000)' } },
   run,
 };

@@ -20,8 +20,8 @@ function oneOf<T extends string>(value: unknown, allowed: readonly T[], what: st
 }
 
 async function run(ctx: CliContext): Promise<number> {
-  const [name, ...rest] = ctx.positionals;
-  if (rest.length > 0) throw usage(`viz draws one machine, got ${ctx.positionals.length}`, 'e.g. mcp-reconciler viz server --format svg');
+  // main checked the count against the declared `positionals`.
+  const [name] = ctx.positionals;
   const machine = oneOf(name, Object.keys(VIZ_MACHINES) as VizMachineName[], 'machine', 'server');
   // `--json` is the global "machine-readable" switch: here it means the JSON graph.
   const format = oneOf(ctx.values.format ?? (ctx.global.json ? 'json' : undefined), VIZ_FORMATS, 'format', 'mermaid');
@@ -52,13 +52,12 @@ export const vizCommand: CliCommand = {
     "mcp-reconciler viz server --format mermaid",
     "mcp-reconciler viz reconciler --format svg --out reconciler.svg",
   ],
-  usage: '[server|reconciler]',
-  summary: 'state-chart export of a machine (mermaid | dot | svg | json)',
-  options: { format: { type: 'string' }, out: { type: 'string' }, detail: { type: 'string' } },
-  optionHelp: [
-    '--format F   mermaid (default), dot, svg or json',
-    '--out FILE   write to FILE instead of stdout',
-    '--detail D   dot/svg labels: full (default), compact or outline',
-  ],
+  positionals: [{ name: 'MACHINE', arity: 'optional', help: `the machine to draw: ${Object.keys(VIZ_MACHINES).join(' or ')} (default server)` }],
+  summary: `state-chart export of a machine (${VIZ_FORMATS.join(' | ')})`,
+  options: {
+    format: { type: 'string', value: 'F', help: `${VIZ_FORMATS.join(', ')} (default mermaid)` },
+    out: { type: 'string', value: 'FILE', help: 'write to FILE instead of stdout' },
+    detail: { type: 'string', value: 'D', help: `dot/svg labels: ${DETAILS.join(', ')} (default full)` },
+  },
   run,
 };

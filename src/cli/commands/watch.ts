@@ -273,7 +273,9 @@ export const watchCommand: CliCommand = {
     "mcp-reconciler watch --ui                   # the same, plus the dashboard on 127.0.0.1",
   ],
   summary: 'run the controller with hot reload, a live status view and approval prompts',
-  options: { ui: { type: 'boolean' }, port: { type: 'string' } },
-  optionHelp: ['--ui          also serve the live dashboard on 127.0.0.1 (URL printed)', '--port N      dashboard port (default: a free one)'],
+  options: {
+    ui: { type: 'boolean', help: 'also serve the live dashboard on 127.0.0.1 (URL printed)' },
+    port: { type: 'string', value: 'N', help: 'dashboard port (default: a free one)' },
+  },
   run,
 };

@@ -4,10 +4,8 @@ import type { CliCommand, CliContext } from '../command.js';
 import { withController } from '../controller-session.js';
 
 async function run(ctx: CliContext): Promise<number> {
-  const [target, ...rest] = ctx.positionals;
-  if (!target || rest.length > 0) {
-    throw new McpReconcilerError(ErrorCode.Usage, 'why needs one SERVER or TOOL name', { hint: 'e.g. mcp-reconciler why docs' });
-  }
+  // main checked the count against the declared `positionals`.
+  const [target] = ctx.positionals as [string];
   const answer = await withController(ctx, async (c) => {
     const row = c.status().find((s) => s.name === target);
     if (row) {
@@ -44,7 +42,7 @@ async function run(ctx: CliContext): Promise<number> {
 /** `why SERVER|TOOL`: the reason and the fix. */
 export const whyCommand: CliCommand = {
   name: 'why',
-  usage: 'SERVER|TOOL',
+  positionals: [{ name: 'SERVER|TOOL', arity: 'required', help: 'a server name, or a tool name mcp__<server>__<tool>' }],
   summary: 'why a server or tool is unavailable, and the fix',
   examples: ['mcp-reconciler why github                   # the reason and the command that fixes it', 'mcp-reconciler why mcp__github__create_issue'],
   run,

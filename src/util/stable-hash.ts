@@ -1,3 +1,8 @@
+/**
+ * Content hashing and identity for plain config values: used by gating
+ * (fingerprints, equality), approvals (config hashes) and the registry
+ * (name suffixes), so it belongs to none of them.
+ */
 import { createHash } from 'node:crypto';
 
 const instanceIds = new WeakMap<object, number>();
