@@ -5,7 +5,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
@@ -98,8 +98,9 @@ function procState(pid: number): { state: string; pgrp: number } | undefined {
   }
 }
 
-/** utime + stime of one process in clock ticks, from /proc (Linux). */
-function ownCpuTicks(pid: number): number | undefined {
+/** utime + stime of one process in clock ticks, from /proc (Linux); undefined when gone or not Linux. */
+export function ownCpuTicks(pid: number): number | undefined {
+  if (process.platform !== 'linux') return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -162,6 +163,9 @@ function groupAlive(pgid: number): boolean {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
   if (process.platform !== 'linux') return true;
+  // A running leader settles it without a scan of every process.
+  const leader = procState(pgid);
+  if (leader && leader.pgrp === pgid && !isZombie(leader.state)) return true;
   // kill(-pgid, 0) also succeeds for zombies; in a container whose PID 1 does
   // not reap, orphaned zombies would otherwise keep the group "alive" forever.
   let entries: string[];
@@ -279,35 +283,62 @@ export function defaultProcessStatePath(root: string, env: NodeJS.ProcessEnv = p
   return join(base, 'mcp-reconciler', 'processes', `${key}.json`);
 }
 
-function readState(file: string): RecordedGroup[] {
+/** A group as recorded, or undefined when `g` is not one (a torn or foreign entry). */
+function asGroup(g: unknown): RecordedGroup | undefined {
+  const r = g as RecordedGroup | null;
+  return r !== null &&
+    typeof r === 'object' &&
+    Number.isInteger(r.pgid) &&
+    r.pgid > 1 &&
+    typeof r.start === 'string' &&
+    Array.isArray(r.cmdline) &&
+    r.cmdline.every((a: unknown) => typeof a === 'string') &&
+    typeof r.owner?.pid === 'number' &&
+    typeof r.owner?.start === 'string'
+    ? r
+    : undefined;
+}
+
+/**
+ * The groups recorded in `file`. The file is a journal of JSON lines: a
+ * snapshot `{"version":1,"groups":[…]}` (what compaction writes, and the
+ * whole file of older versions), then one change per line, `{"add":group}` or
+ * `{"drop":"pgid@start"}`, appended as spawns and exits happen. Appending
+ * one short line per change keeps a start of 50 servers from rewriting the
+ * file 50 times. A torn last line (a host killed mid-write) is skipped.
+ */
+export function readRecordedGroups(file: string): RecordedGroup[] {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch {
     return [];
   }
-  try {
-    const doc = JSON.parse(text) as Partial<StateDocument>;
-    if (!Array.isArray(doc.groups)) return [];
-    return doc.groups.filter(
-      (g): g is RecordedGroup =>
-        g !== null &&
-        typeof g === 'object' &&
-        Number.isInteger(g.pgid) &&
-        g.pgid > 1 &&
-        typeof g.start === 'string' &&
-        Array.isArray(g.cmdline) &&
-        g.cmdline.every((a: unknown) => typeof a === 'string') &&
-        typeof g.owner?.pid === 'number' &&
-        typeof g.owner?.start === 'string',
-    );
-  } catch {
-    // A torn or foreign file: forget it rather than act on it (nothing is killed).
-    return [];
+  const groups = new Map<string, RecordedGroup>();
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    let entry: Partial<StateDocument> & { add?: unknown; drop?: unknown };
+    try {
+      entry = JSON.parse(line) as typeof entry;
+    } catch {
+      continue; // torn or foreign: forget it rather than act on it (nothing is killed)
+    }
+    if (entry === null || typeof entry !== 'object') continue;
+    if (Array.isArray(entry.groups)) {
+      groups.clear();
+      for (const g of entry.groups) {
+        const group = asGroup(g);
+        if (group) groups.set(groupKey(group), group);
+      }
+    }
+    const added = asGroup(entry.add);
+    if (added) groups.set(groupKey(added), added);
+    if (typeof entry.drop === 'string') groups.delete(entry.drop);
   }
+  return [...groups.values()];
 }
 
-/** Write atomically (temp + rename) with mode 0600; an empty list removes the file. */
+/** Rewrite `file` as one snapshot, atomically (temp + rename) with mode 0600; an empty list removes the file. */
 function writeState(file: string, groups: readonly RecordedGroup[]): void {
   if (groups.length === 0) {
     rmSync(file, { force: true });
@@ -315,10 +346,13 @@ function writeState(file: string, groups: readonly RecordedGroup[]): void {
   }
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify({ version: 1, groups } satisfies StateDocument), { mode: 0o600 });
+  writeFileSync(tmp, `${JSON.stringify({ version: 1, groups } satisfies StateDocument)}\n`, { mode: 0o600 });
   chmodSync(tmp, 0o600); // the umask cannot widen it, but a leftover temp file may predate us
   renameSync(tmp, file);
 }
+
+/** Journal lines appended beyond this many bytes are folded into one snapshot. */
+const COMPACT_AFTER_BYTES = 64 * 1024;
 
 let hostIdentity: { pid: number; start: string } | undefined;
 
@@ -356,7 +390,7 @@ function signalIfSame(group: RecordedGroup, signal: NodeJS.Signals): boolean {
  * PGIDs it signalled. Never throws for an unreadable file.
  */
 export async function reapStaleGroups(file: string, options: { graceMs?: number } = {}): Promise<number[]> {
-  const groups = readState(file);
+  const groups = readRecordedGroups(file);
   if (groups.length === 0) return [];
   const keep: RecordedGroup[] = [];
   const stale: RecordedGroup[] = [];
@@ -375,7 +409,7 @@ export async function reapStaleGroups(file: string, options: { graceMs?: number 
   // Re-read: a live host of the same workspace may have written meanwhile.
   const staleKeys = new Set(stale.map(groupKey));
   try {
-    writeState(file, readState(file).filter((g) => !staleKeys.has(groupKey(g))));
+    writeState(file, readRecordedGroups(file).filter((g) => !staleKeys.has(groupKey(g))));
   } catch {
     // an unwritable state file costs only a repeat of this check next time
   }
@@ -406,6 +440,9 @@ export class ProcessTracker {
   private readonly pendingAdd = new Map<string, RecordedGroup>();
   private readonly pendingRemove = new Set<string>();
   private flushScheduled = false;
+  private stateDirReady = false;
+  /** Journal bytes this tracker appended since the state file was last compacted. */
+  private appendedBytes = 0;
 
   constructor(options: ProcessTrackerOptions = {}) {
     this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
@@ -574,17 +611,33 @@ export class ProcessTracker {
     setImmediate(() => this.flushState());
   }
 
-  /** Write the pending changes to the state file now (read-modify-write, atomic). */
+  /**
+   * Append the pending changes to the state file now: one line per change,
+   * one append per call. Folded into a snapshot once the journal has grown
+   * by {@link COMPACT_AFTER_BYTES}, and removed once nothing is recorded.
+   */
   private flushState(): void {
     this.flushScheduled = false;
     const file = this.stateFile;
     if (file === undefined || (this.pendingAdd.size === 0 && this.pendingRemove.size === 0)) return;
-    const add = [...this.pendingAdd.values()];
-    const drop = new Set([...this.pendingRemove, ...this.pendingAdd.keys()]);
+    let lines = '';
+    for (const key of this.pendingRemove) lines += `${JSON.stringify({ drop: key })}\n`;
+    for (const group of this.pendingAdd.values()) lines += `${JSON.stringify({ add: group })}\n`;
+    const dropped = this.pendingRemove.size > 0;
     this.pendingAdd.clear();
     this.pendingRemove.clear();
     try {
-      writeState(file, [...readState(file).filter((g) => !drop.has(groupKey(g))), ...add]);
+      if (!this.stateDirReady) {
+        mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+        this.stateDirReady = true;
+      }
+      appendFileSync(file, lines, { mode: 0o600 });
+      this.appendedBytes += lines.length;
+      // Drops are what can leave the file empty; adds alone never do.
+      if (this.appendedBytes >= COMPACT_AFTER_BYTES || (dropped && this.recorded.size === 0)) {
+        this.appendedBytes = 0;
+        writeState(file, readRecordedGroups(file));
+      }
     } catch {
       // Unwritable state dir: everything else still works; only post-SIGKILL reaping is lost.
     }

@@ -1,20 +1,55 @@
 /** A slot taken from a {@link Semaphore}; `release()` is idempotent. */
 export interface Lease {
   release(): void;
+  /** Report how much CPU the job's start took (ms), for a semaphore that adapts its limit to it. */
+  observeStartCpu?(ms: number): void;
 }
+
+/**
+ * Adapting the limit to how heavy starts are (issue 16): a start that takes
+ * 250 ms of CPU and one that takes 25 ms should not get the same limit. The
+ * limit aims at {@link budgetMsPerCore} ms of start work in flight per core:
+ * enough to keep every core busy, few enough that heavy starts do not thrash
+ * each other (50 Node servers started at once each take ~8 % more CPU).
+ */
+export interface AdaptiveLimit {
+  cores: number;
+  /** Start CPU per core the limit aims at. Default 500 (2 × cores slots for 250 ms starts). */
+  budgetMsPerCore?: number;
+  /** Upper bound of the limit. Default 64. */
+  max?: number;
+}
+
+const EWMA_WEIGHT = 0.3;
 
 /** Bounds how many async jobs run at once (used for connect concurrency). */
 export class Semaphore {
   private active = 0;
   private readonly waiting: Array<() => void> = [];
+  private current: number;
+  /** Moving average of the reported start CPU, ms. */
+  private startCpuMs: number | undefined;
 
-  constructor(private readonly limit: number) {
+  /**
+   * @param limit the bound; with `adaptive`, the lowest the bound goes (it
+   *   rises while the reported starts are light).
+   */
+  constructor(
+    private readonly limit: number,
+    private readonly adaptive?: AdaptiveLimit,
+  ) {
     if (!(limit >= 1)) throw new RangeError(`semaphore limit must be >= 1, got ${limit}`);
+    this.current = limit;
   }
 
   /** Slots currently taken (for tests and diagnostics). */
   get inUse(): number {
     return this.active;
+  }
+
+  /** The bound now (the fixed limit, or where the adaptive one stands). */
+  get currentLimit(): number {
+    return this.current;
   }
 
   /** Run `job` once a slot is free; an aborted wait rejects without running it. */
@@ -40,12 +75,24 @@ export class Semaphore {
         held = false;
         this.release();
       },
+      ...(this.adaptive ? { observeStartCpu: (ms: number) => this.observe(ms) } : {}),
     };
+  }
+
+  private observe(ms: number): void {
+    const a = this.adaptive;
+    if (!a || !(ms >= 0)) return;
+    this.startCpuMs = this.startCpuMs === undefined ? ms : this.startCpuMs + EWMA_WEIGHT * (ms - this.startCpuMs);
+    const budget = a.cores * (a.budgetMsPerCore ?? 500);
+    // A start too short to measure (below one 10 ms tick) counts as one tick.
+    const target = Math.floor(budget / Math.max(this.startCpuMs, 10));
+    this.current = Math.min(a.max ?? 64, Math.max(this.limit, target));
+    while (this.active < this.current && this.waiting.length > 0) this.waiting.shift()!();
   }
 
   private take(signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason ?? new Error('aborted'));
-    if (this.active < this.limit) {
+    if (this.active < this.current) {
       this.active++;
       return Promise.resolve();
     }
@@ -67,8 +114,8 @@ export class Semaphore {
 
   private release(): void {
     this.active--;
-    const next = this.waiting.shift();
-    if (next) next();
+    // Below the bound only: after the adaptive bound fell, slots drain before new grants.
+    if (this.active < this.current) this.waiting.shift()?.();
   }
 }
 
@@ -79,6 +126,12 @@ export interface StartHoldOptions {
    * undefined when it cannot be read (gone, or not Linux).
    */
   cpuTicks: (pid: number) => number | undefined;
+  /**
+   * CPU time of the process alone, cheaper to read than its tree; when given,
+   * the tree is read only while the process itself is idle (a busy process
+   * means a busy start, whatever its children do).
+   */
+  ownCpuTicks?: (pid: number) => number | undefined;
   /** How often the CPU use of a started process is sampled, in ms. Default 50. */
   sampleMs?: number;
   /** Consecutive idle samples after which a started process counts as waiting, not starting. Default 2. */
@@ -122,6 +175,9 @@ export function holdWhileStarting(lease: Lease, options: StartHoldOptions): Star
   const idleTicks = IDLE_TICKS_PER_SAMPLE(sampleMs);
   let released = false;
   let sampler: NodeJS.Timeout | undefined;
+  // The process's own CPU reading at spawn, to report what its start cost once it answers.
+  let spawnedPid: number | undefined;
+  let ticksAtSpawn: number | undefined;
   let cap = setTimeout(() => release(), options.blindHoldMs ?? 1_000);
   cap.unref();
 
@@ -136,23 +192,50 @@ export function holdWhileStarting(lease: Lease, options: StartHoldOptions): Star
   return {
     spawned(pid: number): void {
       if (released) return;
-      const first = options.cpuTicks(pid);
+      const own = options.ownCpuTicks ?? options.cpuTicks;
+      const first = own(pid);
       if (first === undefined) return; // blind: the short cap stays
-      let last = first;
+      spawnedPid = pid;
+      // The tree: a launcher (`sh -c`, `npx`) may leave the real work to its child.
+      ticksAtSpawn = options.ownCpuTicks ? options.cpuTicks(pid) : first;
       clearTimeout(cap);
       cap = setTimeout(() => release(), options.maxHoldMs ?? 5_000);
       cap.unref();
+      let lastOwn = first;
+      // The tree's reading at the previous sample, when it was read then.
+      let lastTree: number | undefined;
       let idle = 0;
       sampler = setInterval(() => {
-        const now = options.cpuTicks(pid);
+        const now = own(pid);
         if (now === undefined) return release(); // the process is gone: its start is over either way
-        idle = now - last <= idleTicks ? idle + 1 : 0;
-        last = now;
+        const ownIdle = now - lastOwn <= idleTicks;
+        lastOwn = now;
+        if (!ownIdle) {
+          idle = 0;
+          lastTree = undefined;
+          return;
+        }
+        if (!options.ownCpuTicks) {
+          idle++;
+        } else {
+          // Idle alone, but a launcher's server may be the busy one: compare the tree over one interval.
+          const tree = options.cpuTicks(pid);
+          if (tree === undefined) return release();
+          idle = lastTree !== undefined && tree - lastTree <= idleTicks ? idle + 1 : 0;
+          lastTree = tree;
+        }
         if (idle >= idleSamples) release();
       }, sampleMs);
       sampler.unref();
     },
-    initialized: release,
+    initialized: () => {
+      if (!released && spawnedPid !== undefined && ticksAtSpawn !== undefined) {
+        const now = options.cpuTicks(spawnedPid);
+        // Clock ticks are 10 ms (USER_HZ 100).
+        if (now !== undefined) lease.observeStartCpu?.((now - ticksAtSpawn) * 10);
+      }
+      release();
+    },
     release,
   };
 }

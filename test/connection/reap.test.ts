@@ -11,7 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMcpController, type McpController } from '../../src/controller.js';
-import { defaultProcessStatePath, processIdentity, ProcessTracker, type RecordedGroup } from '../../src/connection/processes.js';
+import { defaultProcessStatePath, processIdentity, ProcessTracker, readRecordedGroups, type RecordedGroup } from '../../src/connection/processes.js';
 import { fixturePath, repoRoot, stdioFixtureConfig } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 
@@ -112,9 +112,9 @@ describe.runIf(isUnix)('reaping the orphans of a SIGKILLed host', () => {
 
     // Recorded while running, privately.
     expect(statSync(stateFile).mode & 0o777).toBe(0o600);
-    const recorded = JSON.parse(readFileSync(stateFile, 'utf8')) as { groups: RecordedGroup[] };
-    expect(recorded.groups.map((g) => g.pgid)).toEqual([serverPid]);
-    expect(recorded.groups[0]!.cmdline).toContain(fixturePath('ignore-sigterm-server'));
+    const recorded = readRecordedGroups(stateFile);
+    expect(recorded.map((g) => g.pgid)).toEqual([serverPid]);
+    expect(recorded[0]!.cmdline).toContain(fixturePath('ignore-sigterm-server'));
 
     host.kill('SIGKILL');
     await waitFor(() => host.exitCode !== null || host.signalCode !== null, 'the host to die');
@@ -161,7 +161,7 @@ describe.runIf(isUnix)('reaping the orphans of a SIGKILLed host', () => {
     const c = controllerFor(root, stateFile);
     await c.start();
     expect(pidAlive(running)).toBe(true);
-    expect((JSON.parse(readFileSync(stateFile, 'utf8')) as { groups: RecordedGroup[] }).groups.map((g) => g.pgid)).toEqual([running]);
+    expect(readRecordedGroups(stateFile).map((g) => g.pgid)).toEqual([running]);
   });
 });
 
@@ -171,7 +171,7 @@ describe.runIf(isUnix)('the process state file', () => {
     const t = new ProcessTracker({ graceMs: 300 });
     trackers.push(t);
     expect(await t.useStateFile(stateFile)).toEqual([]);
-    const read = (): number[] => (existsSync(stateFile) ? (JSON.parse(readFileSync(stateFile, 'utf8')) as { groups: RecordedGroup[] }).groups.map((g) => g.pgid) : []);
+    const read = (): number[] => readRecordedGroups(stateFile).map((g) => g.pgid);
 
     const quick = t.spawn(process.execPath, ['-e', 'process.stdin.once("data", () => process.exit(0))']);
     const stubborn = t.spawn(process.execPath, [fixturePath('ignore-sigterm-server')]);
@@ -185,6 +185,36 @@ describe.runIf(isUnix)('the process state file', () => {
     await waitFor(() => !read().includes(quick.pid!), 'the exited process to be dropped from the file');
     await t.killTree(stubborn.pid!);
     await waitFor(() => read().length === 0, 'the killed group to be dropped from the file');
+  });
+
+  it('is a journal: one appended line per change, replayed in order; a torn last line and foreign lines are skipped', () => {
+    const stateFile = join(tempDir(), 'processes.json');
+    const owner = { pid: 999_999_999, start: 'x:1' };
+    const group = (pgid: number): RecordedGroup => ({ pgid, start: `s${pgid}`, cmdline: ['node', 'srv'], owner });
+    // An older version's whole-file document is the snapshot the journal starts from.
+    writeFileSync(stateFile, `${JSON.stringify({ version: 1, groups: [group(11), group(12)] })}\n`);
+    writeFileSync(stateFile, `${JSON.stringify({ add: group(13) })}\n${JSON.stringify({ drop: '11@s11' })}\n`, { flag: 'a' });
+    writeFileSync(stateFile, `not json\n${JSON.stringify({ add: { pgid: 'evil' } })}\n{"add":{"pgid":14,"sta`, { flag: 'a' });
+    expect(readRecordedGroups(stateFile).map((g) => g.pgid)).toEqual([12, 13]);
+  });
+
+  it('appends rather than rewrites while servers start, and removes the file once nothing is recorded', async () => {
+    const stateFile = join(tempDir(), 'processes.json');
+    const t = new ProcessTracker({ graceMs: 300 });
+    trackers.push(t);
+    await t.useStateFile(stateFile);
+    const children = Array.from({ length: 3 }, () => t.spawn(process.execPath, ['-e', 'process.stdin.resume()']));
+    pids.push(...children.map((c) => c.pid!));
+    await waitFor(() => readRecordedGroups(stateFile).length === 3, 'three groups to be recorded');
+    const inode = statSync(stateFile).ino;
+    const more = t.spawn(process.execPath, ['-e', 'process.stdin.resume()']);
+    pids.push(more.pid!);
+    await waitFor(() => readRecordedGroups(stateFile).length === 4, 'the fourth group to be recorded');
+    // Same file, grown by one line: no temp-and-rename per spawn.
+    expect(statSync(stateFile).ino).toBe(inode);
+    expect(readFileSync(stateFile, 'utf8').trim().split('\n').at(-1)).toContain(`"pgid":${more.pid}`);
+    await t.killAll();
+    expect(existsSync(stateFile)).toBe(false);
   });
 
   it('defaults to one file per workspace under $XDG_STATE_HOME, falling back to ~/.local/state', () => {

@@ -105,3 +105,105 @@ describe('holdWhileStarting', () => {
     expect(sem.inUse).toBe(0);
   });
 });
+
+describe('holdWhileStarting with a cheap own-CPU reading', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('reads the tree only while the process itself idles, and keeps the slot while a child works', async () => {
+    vi.useFakeTimers();
+    const sem = new Semaphore(1);
+    let own = 0;
+    let tree = 0;
+    let treeReads = 0;
+    const hold = holdWhileStarting(await sem.acquire(), {
+      ownCpuTicks: () => own,
+      cpuTicks: () => {
+        treeReads++;
+        return tree;
+      },
+      sampleMs: 100,
+      idleSamples: 2,
+    });
+    hold.spawned(1234);
+    const readsAtSpawn = treeReads;
+    // The process itself busy: the tree is never read.
+    for (let i = 0; i < 3; i++) {
+      own += 8;
+      tree += 8;
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    expect(treeReads).toBe(readsAtSpawn);
+    // A launcher idles while its child (in the tree) works: the slot stays taken.
+    for (let i = 0; i < 4; i++) {
+      tree += 8;
+      await vi.advanceTimersByTimeAsync(100);
+      expect(sem.inUse).toBe(1);
+    }
+    expect(treeReads).toBeGreaterThan(readsAtSpawn);
+    // Both idle: released after the idle samples.
+    await vi.advanceTimersByTimeAsync(300);
+    expect(sem.inUse).toBe(0);
+  });
+});
+
+describe('Semaphore with an adaptive limit', () => {
+  /** Start `n` jobs that each report `cpuMs` of start CPU once they run; returns the peak number running at once. */
+  async function peak(sem: Semaphore, n: number, cpuMs: number): Promise<number> {
+    let running = 0;
+    let max = 0;
+    await Promise.all(
+      Array.from({ length: n }, async () => {
+        const lease = await sem.acquire();
+        running++;
+        max = Math.max(max, running);
+        await new Promise((r) => setImmediate(r));
+        lease.observeStartCpu?.(cpuMs);
+        await new Promise((r) => setImmediate(r));
+        running--;
+        lease.release();
+      }),
+    );
+    return max;
+  }
+
+  it('stays at its base limit for heavy starts and rises for light ones, up to its max', async () => {
+    const heavy = new Semaphore(4, { cores: 2 });
+    expect(await peak(heavy, 30, 300)).toBe(4);
+    expect(heavy.currentLimit).toBe(4);
+
+    const light = new Semaphore(4, { cores: 2, max: 20 });
+    expect(await peak(light, 60, 20)).toBeGreaterThan(4);
+    expect(light.currentLimit).toBe(20); // 2 cores × 500 ms / 20 ms = 50, capped at 20
+  });
+
+  it('falls back when starts turn heavy: running jobs drain below the new bound before new grants', async () => {
+    const sem = new Semaphore(2, { cores: 2 });
+    const leases = await Promise.all(Array.from({ length: 2 }, () => sem.acquire()));
+    leases[0]!.observeStartCpu?.(10); // light: the bound rises to 64
+    const more = await Promise.all(Array.from({ length: 6 }, () => sem.acquire()));
+    expect(sem.inUse).toBe(8);
+    for (let i = 0; i < 20; i++) leases[1]!.observeStartCpu?.(1_000); // heavy now: back to the base of 2
+    expect(sem.currentLimit).toBe(2);
+    let granted = false;
+    const waiter = sem.acquire().then((l) => {
+      granted = true;
+      return l;
+    });
+    for (const l of [...leases, ...more].slice(0, 6)) l.release();
+    await new Promise((r) => setImmediate(r));
+    expect(granted).toBe(false); // 2 still running: at the bound
+    more[4]!.release();
+    (await waiter).release();
+    expect(granted).toBe(true);
+    more[5]!.release();
+    expect(sem.inUse).toBe(0);
+  });
+
+  it('a fixed semaphore offers no start-CPU report', async () => {
+    const lease = await new Semaphore(2).acquire();
+    expect(lease.observeStartCpu).toBeUndefined();
+    lease.release();
+  });
+});
