@@ -27,7 +27,11 @@ export interface ReconcilerContext {
   lifecycle?: Partial<LifecyclePolicy>;
   /** Live children by server name (same refs as `snapshot.children`). */
   servers: Record<string, ServerActorRef>;
-  /** Names that were configured and then removed, for `unavailableReason` (SPEC §3.1, §7). */
+  /**
+   * Names that were configured and then removed, for `unavailableReason` and
+   * `status()` (SPEC §3.1, §7); the controller keeps no copy. DISPOSE adds
+   * every remaining name too.
+   */
   removed: string[];
 }
 

@@ -23,9 +23,17 @@
  * no process; one without a cache connects once, and the finished connect
  * goes to `dormant` instead of `connected` while no call waits. The first
  * CALL_STARTED wakes it (`connecting`, fresh budget). A connected server
- * counts its calls (CALL_STARTED / CALL_ENDED) in `connected.busy`; in
+ * counts its calls (CALL_STARTED / CALL_ENDED) and the resources the host
+ * subscribed to (SUBSCRIPTIONS, from the session actor) in `connected.busy`; in
  * `connected.idle` the `idleDelay` (the entry's `idleTimeoutMs`, else the
  * controller default) stops it into `dormant`, keeping its tools.
+ *
+ * Holds (issue 14, the gateway's shared pool): HOLD marks the server wanted
+ * by a host, RELEASE unmarks it; either is recorded in any state, so gates
+ * still decide first. HOLD wakes a `dormant` server (a lazy one with a cache
+ * waits for its call), and a held server never idles out; RELEASE in
+ * `connected.idle` restarts the idle timer. With `lifecycle.onDemand`, an
+ * admitted server nobody holds rests in `dormant` (no cache fill either).
  *
  * The three connection states are grouped under `live` so that leaving the
  * live set always unregisters tools and closes the client (one exit action,
@@ -60,6 +68,10 @@
  * RECONNECT: from `failed` / `needs_auth` re-runs admission with a fresh
  * budget; while reconnecting it refills the budget and retries now, keeping
  * the old tools. Every admission into `live` starts with a fresh budget.
+ *
+ * Last error: every failure event carries its error (the connect actor's
+ * rejection, CONNECTION_LOST), and the controller reports the errors that
+ * move nothing (ERROR_REPORTED), so `context.lastError` is the only record.
  */
 import { and, assign, fromCallback, fromPromise, not, or, setup, type ActorRefFrom, type SnapshotFrom } from 'xstate';
 import { admissionOf, type AdmissionVerdict } from './admission.js';
@@ -95,6 +107,12 @@ export interface ServerContext {
    * later loss counts, so a crash loop still spends the budget.
    */
   lossForgiven: boolean;
+  /**
+   * The last error of this actor: a failed connect (auth errors and rejected
+   * listings included), a lost connection, or one the controller reported
+   * (`ERROR_REPORTED`). Kept once the server recovers; a re-added server is a
+   * new actor and starts without one.
+   */
   lastError?: string;
   /** The wait before the next attempt, when one is scheduled. */
   nextDelayMs?: number;
@@ -107,6 +125,14 @@ export interface ServerContext {
   cached: boolean;
   /** Tool calls in flight or waiting for the connection (CALL_STARTED − CALL_ENDED); a server with calls is never idle. */
   calls: number;
+  /** A host holds the server running (HOLD until RELEASE: a gateway session uses it); a held server is never idle-stopped. */
+  held: boolean;
+  /**
+   * Resources of this server the host is subscribed to (SUBSCRIPTIONS, set by
+   * the session actor). A server with subscriptions is in use: never
+   * idle-stopped, never left dormant. Kept through every state.
+   */
+  subscriptions: number;
 }
 
 /** Input of the injected `connect` actor. */
@@ -164,11 +190,50 @@ export interface UpdateEvent {
  */
 export type CallEvent = { type: 'CALL_STARTED' } | { type: 'CALL_ENDED' };
 
-/** Events a server actor accepts (besides the invoked actors' own done/error events). */
 /** New OAuth tokens were stored for this server: leave `needs_auth` with a new generation. */
 export type AuthenticatedEvent = { type: 'AUTHENTICATED' };
 
-export type ServerEvent = UpdateEvent | { type: 'RECONNECT' } | { type: 'REMOVE' } | ConnectionLostEvent | CallEvent | AuthenticatedEvent;
+/**
+ * A host (the gateway's session pool) wants the server running (`HOLD`) or
+ * no longer does (`RELEASE`). HOLD wakes a `dormant` server (a lazy one with
+ * a cached listing waits for its first call) and keeps a connected one from
+ * idle-stopping; after RELEASE it idle-stops as usual. Neither event passes
+ * a gate: a server that is not admitted stays where it is.
+ */
+export type HoldEvent = { type: 'HOLD' } | { type: 'RELEASE' };
+
+/**
+ * How many resources of the server the host is subscribed to now (issue
+ * 13/14): the server must stay connected to deliver their updates, so while
+ * `count > 0` it is `connected.busy` (no idle stop) and a `dormant` one
+ * starts. An absolute count, so a repeated or late one is harmless.
+ */
+export type SubscriptionsEvent = { type: 'SUBSCRIPTIONS'; count: number };
+
+/**
+ * An error the controller saw that moves the server nowhere: a re-listing
+ * that failed, a filter or a listing the registry keeps pending because of a
+ * tool conflict. It becomes `lastError`, so the machine's context is the one
+ * place a server's last error lives. With `generation`, a report about an
+ * older generation than the current one is ignored (it arrived late).
+ */
+export interface ErrorReportedEvent {
+  type: 'ERROR_REPORTED';
+  error: string;
+  generation?: number;
+}
+
+/** Events a server actor accepts (besides the invoked actors' own done/error events). */
+export type ServerEvent =
+  | UpdateEvent
+  | { type: 'RECONNECT' }
+  | { type: 'REMOVE' }
+  | ConnectionLostEvent
+  | CallEvent
+  | AuthenticatedEvent
+  | ErrorReportedEvent
+  | HoldEvent
+  | SubscriptionsEvent;
 
 /** A server child actor. */
 export type ServerActorRef = ActorRefFrom<typeof serverMachine>;
@@ -192,6 +257,7 @@ export function resolveLifecycle(policy?: Partial<LifecyclePolicy>): LifecyclePo
   if (policy?.startup === 'lazy' || policy?.startup === 'eager') out.startup = policy.startup;
   if (typeof policy?.idleTimeoutMs === 'number' && policy.idleTimeoutMs > 0) out.idleTimeoutMs = policy.idleTimeoutMs;
   if (typeof policy?.startTimeoutMs === 'number' && policy.startTimeoutMs > 0) out.startTimeoutMs = policy.startTimeoutMs;
+  if (policy?.onDemand === true) out.onDemand = true;
   return out;
 }
 
@@ -267,7 +333,7 @@ export const serverMachine = setup({
     connect: fromPromise<ConnectOutput, ConnectInput>(async () => {
       throw new Error('no connect actor provided');
     }),
-    /** Watches a connected generation and sends CONNECTION_LOST; default stub does nothing. */
+    /** Watches a connected generation and sends CONNECTION_LOST (and SUBSCRIPTIONS); default stub does nothing. */
     session: fromCallback<ConnectionLostEvent, SessionInput>(() => undefined),
   },
   actions: {
@@ -295,6 +361,8 @@ export const serverMachine = setup({
       return { entry: event.entry, gating: event.gating, cached };
     }),
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
+    /** An error reported by the controller (`ERROR_REPORTED`): only `lastError` changes. */
+    noteError: assign({ lastError: ({ context, event }) => (event.type === 'ERROR_REPORTED' ? event.error : context.lastError) }),
     recordError: assign({
       lastError: ({ event }) => ((event as Failure).error === undefined ? 'connection lost' : messageOf((event as Failure).error)),
       nextDelayMs: undefined,
@@ -330,6 +398,8 @@ export const serverMachine = setup({
     // Typed loosely: setup() does not see invoke done events, and a synthetic or late one may carry anything.
     connectedCurrentGeneration: ({ context, event }) => (event as { output?: Partial<ConnectOutput> }).output?.generation === context.generation,
     lostCurrentGeneration: ({ context, event }) => event.type === 'CONNECTION_LOST' && event.generation === context.generation,
+    reportedCurrentGeneration: ({ context, event }) =>
+      event.type === 'ERROR_REPORTED' && (event.generation === undefined || event.generation === context.generation),
     needsAuth: ({ event }) => isNeedsAuth((event as Failure).error),
     permanent: ({ event }) => isPermanent(event as Failure),
     budgetSpent: ({ context, event }) => !forgivesLoss(context, event as Failure) && context.attempt + 1 >= context.backoff.attempts,
@@ -338,8 +408,13 @@ export const serverMachine = setup({
     lazy: ({ context }) => startupOf(context) === 'lazy',
     /** A listing of the current fingerprint can be served without connecting. */
     cached: ({ context }) => context.cached,
-    noCalls: ({ context }) => context.calls === 0,
-    idleStops: ({ context }) => idleTimeoutOf(context) !== undefined,
+    /** Calls in flight or resource subscriptions held: a connected server must stay up. */
+    inUse: ({ context }) => context.calls > 0 || context.subscriptions > 0,
+    subscribed: ({ context }) => context.subscriptions > 0,
+    // A held server is someone's to keep: only a released one idles out.
+    idleStops: ({ context }) => idleTimeoutOf(context) !== undefined && !context.held,
+    /** Started on demand only, and nobody holds it: admission and a finished connect leave it dormant. */
+    waitsForHold: ({ context }) => context.lifecycle.onDemand === true && !context.held,
   },
   delays: {
     /** Backoff wait before the next attempt (`context.nextDelayMs`). */
@@ -367,10 +442,19 @@ export const serverMachine = setup({
     lifecycle: resolveLifecycle(input.lifecycle),
     cached: input.entry.cached === true,
     calls: 0,
+    held: false,
+    subscriptions: 0,
   }),
   initial: 'admission',
   on: {
     REMOVE: { target: '.removed' },
+    // Recorded wherever the server is, so a server admitted later starts held; `dormant` and `connected.idle` act on them too.
+    HOLD: { actions: assign({ held: true }) },
+    RELEASE: { actions: assign({ held: false }) },
+    // Recorded wherever the server is; `connected` and `dormant` act on the count through `inUse` / `subscribed`.
+    SUBSCRIPTIONS: { actions: assign({ subscriptions: ({ event }) => Math.max(0, event.count) }) },
+    // Wherever the server is: the report changes its last error, never its state.
+    ERROR_REPORTED: { guard: 'reportedCurrentGeneration', actions: 'noteError' },
   },
   states: {
     admission: {
@@ -382,9 +466,10 @@ export const serverMachine = setup({
         { guard: { type: 'verdictIs', params: { verdict: 'not_allowed' } }, target: 'not_allowed' },
         { guard: { type: 'verdictIs', params: { verdict: 'rejected' } }, target: 'rejected' },
         { guard: { type: 'verdictIs', params: { verdict: 'pending_approval' } }, target: 'pending_approval' },
-        // Admitted. A lazy server whose listing is cached serves it without starting anything.
+        // Admitted. A lazy server whose listing is cached serves it without starting anything;
+        // an on-demand one nobody holds starts nothing either (with or without a cache).
         {
-          guard: and(['lazy', 'cached']),
+          guard: or(['waitsForHold', and(['lazy', 'cached'])]),
           target: 'live.dormant',
           actions: assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined, calls: 0 }),
         },
@@ -444,7 +529,7 @@ export const serverMachine = setup({
             input: ({ context }) => ({ name: context.name, entry: context.entry, generation: context.generation }),
             onDone: [
               // A lazy server that connected only to fill its cache (nobody is calling) goes back to sleep.
-              { guard: and(['connectedCurrentGeneration', 'lazy', 'noCalls']), target: 'dormant', actions: 'markCached' },
+              { guard: and(['connectedCurrentGeneration', or(['lazy', 'waitsForHold']), not('inUse')]), target: 'dormant', actions: 'markCached' },
               { guard: 'connectedCurrentGeneration', target: 'connected', actions: 'markCached' },
             ],
             onError: [
@@ -459,6 +544,8 @@ export const serverMachine = setup({
           description: 'Admitted and stopped: cached tools registered, no process; the first tool call starts it.',
           // Closes the connection it came from (a cache fill or an idle stop); the tools stay.
           entry: { type: 'disconnect', params: nameParam },
+          // Subscribed resources need a running server to send their updates (a re-admitted lazy server, say).
+          always: { guard: 'subscribed', target: 'connecting', actions: assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined }) },
           on: {
             CALL_STARTED: {
               target: 'connecting',
@@ -466,6 +553,12 @@ export const serverMachine = setup({
               actions: ['callStarted', assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined })],
             },
             RECONNECT: { target: 'connecting', actions: assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined }) },
+            // Held: start now, unless lazy with a cached listing (then its first call does).
+            HOLD: {
+              guard: not(and(['lazy', 'cached'])),
+              target: 'connecting',
+              actions: assign({ held: true, attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined }),
+            },
           },
         },
         connected: {
@@ -491,14 +584,18 @@ export const serverMachine = setup({
           initial: 'idle',
           states: {
             idle: {
-              description: 'No call in flight; with an idle timeout, the server is stopped when it runs out.',
-              always: { guard: not('noCalls'), target: 'busy' },
+              description: 'No call in flight and no resource subscribed; with an idle timeout, the server is stopped when it runs out.',
+              always: { guard: 'inUse', target: 'busy' },
               after: { idleDelay: { guard: 'idleStops', target: '#server.live.dormant' } },
-              on: { CALL_STARTED: { target: 'busy', actions: 'callStarted' } },
+              on: {
+                CALL_STARTED: { target: 'busy', actions: 'callStarted' },
+                // The idle time starts at the release: re-entering restarts the timer.
+                RELEASE: { target: 'idle', reenter: true, actions: assign({ held: false }) },
+              },
             },
             busy: {
-              description: 'Calls in flight; the idle timer starts over when the last one ends.',
-              always: { guard: 'noCalls', target: 'idle' },
+              description: 'Calls in flight or resources subscribed; the idle timer starts over when the last one ends.',
+              always: { guard: not('inUse'), target: 'idle' },
             },
           },
         },

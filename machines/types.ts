@@ -166,6 +166,12 @@ export interface LifecyclePolicy {
    * starting in the background, and `start()` stops waiting for it.
    */
   startTimeoutMs: number;
+  /**
+   * Start servers only on demand (the gateway's session pool): an admitted
+   * server nobody holds (HOLD / RELEASE) rests in `dormant` instead of
+   * connecting, and a call still wakes it. Default false.
+   */
+  onDemand?: boolean;
 }
 
 /** Eager, never idle-stopped: what a server does without `startup` / `idleTimeoutMs`. */

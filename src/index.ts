@@ -11,9 +11,12 @@ export type {
   ServerStateName,
   PublicStatus,
   CallToolOptions,
+  ResourceOptions,
   Logger,
 } from './controller/types.js';
 export type { RegisteredTool, RegisteredPrompt, SkippedTool } from './registry/registry.js';
+export type { RegisteredResource, RegisteredResourceTemplate, ResourceChange, ResourceConflict } from './registry/resources.js';
+export type { ResourceUpdate, ResourceUpdateListener } from './connection/subscriptions.js';
 export { serversEqual, gatingEqual, type GatingLists } from './gating/equality.js';
 export { fingerprint } from './gating/fingerprint.js';
 export { computeGating, effectiveAllowed, type GatingInput, type ComputedGating } from './gating/compute.js';

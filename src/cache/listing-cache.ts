@@ -1,6 +1,6 @@
 /**
- * The listing cache (issue 13): the tools and prompts a server listed last
- * time, so the next start can register them before the server answers — or,
+ * The listing cache (issue 13): the tools, prompts and resources a server
+ * listed last time, so the next start can register them before the server answers — or,
  * for a lazy server, without starting it at all.
  *
  * One JSON file per (workspace root, fingerprint), mode 0600 in a 0700
@@ -11,23 +11,34 @@
  * turned off (`dir: false`) a lazy or idle-stopped server still keeps its
  * listing for the controller's life. An unreadable or malformed file counts
  * as no entry: the cache only ever saves time, it is never needed.
+ *
+ * File versions: 2 adds `resources` and `resourceTemplates` (issue 14). A
+ * version 1 file (tools and prompts only) is still read; its listing has no
+ * resources, so they register once the server answers.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import deepEqual from 'fast-deep-equal';
-import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 
 /** A server's listing as it was last seen. */
 export interface CachedListing {
   /** Raw tools as the server listed them (filters are applied when registering). */
   tools: Tool[];
   prompts: Prompt[];
+  /** Absent in a listing from a version 1 file: its resources are not known. */
+  resources?: Resource[];
+  resourceTemplates?: ResourceTemplate[];
 }
 
+/** The version this code writes; {@link READABLE_VERSIONS} are read. */
+const CACHE_VERSION = 2;
+const READABLE_VERSIONS: readonly unknown[] = [1, 2];
+
 interface CacheFile extends CachedListing {
-  version: 1;
+  version: typeof CACHE_VERSION;
   server: string;
   fingerprint: string;
   /** When the listing was taken (ISO time). */
@@ -56,12 +67,17 @@ function parseFile(text: string, fingerprint: string): CachedListing | undefined
   } catch {
     return undefined;
   }
-  if (!isObject(doc) || doc.version !== 1 || doc.fingerprint !== fingerprint) return undefined;
-  const { tools, prompts } = doc;
+  if (!isObject(doc) || !READABLE_VERSIONS.includes(doc.version) || doc.fingerprint !== fingerprint) return undefined;
+  const { tools, prompts, resources, resourceTemplates } = doc;
   if (!Array.isArray(tools) || !Array.isArray(prompts)) return undefined;
   if (!tools.every((t) => isObject(t) && typeof t.name === 'string' && isObject(t.inputSchema))) return undefined;
   if (!prompts.every((p) => isObject(p) && typeof p.name === 'string')) return undefined;
-  return { tools: tools as Tool[], prompts: prompts as Prompt[] };
+  const listing: CachedListing = { tools: tools as Tool[], prompts: prompts as Prompt[] };
+  if (doc.version === 1) return listing;
+  if (!Array.isArray(resources) || !Array.isArray(resourceTemplates)) return undefined;
+  if (!resources.every((r) => isObject(r) && typeof r.uri === 'string' && typeof r.name === 'string')) return undefined;
+  if (!resourceTemplates.every((t) => isObject(t) && typeof t.uriTemplate === 'string' && typeof t.name === 'string')) return undefined;
+  return { ...listing, resources: resources as Resource[], resourceTemplates: resourceTemplates as ResourceTemplate[] };
 }
 
 /** Options of a {@link ListingCache}. */
@@ -75,7 +91,7 @@ export interface ListingCacheOptions {
 }
 
 /**
- * Tools and prompts by fingerprint, in memory and on disk. {@link prepare}
+ * Listings (tools, prompts, resources) by fingerprint, in memory and on disk. {@link prepare}
  * reads the entries a desired map needs (once each); {@link get} and
  * {@link has} are synchronous after that; {@link store} updates memory at
  * once and the file in the background ({@link flush} waits for it).
@@ -128,7 +144,13 @@ export class ListingCache {
    * rewritten in the background unless it already holds this listing.
    */
   store(fingerprint: string, server: string, listing: CachedListing): void {
-    const copy: CachedListing = { tools: [...listing.tools], prompts: [...listing.prompts] };
+    const copy: CachedListing = {
+      tools: [...listing.tools],
+      prompts: [...listing.prompts],
+      // A listing without resources keeps the ones known: a tools re-list says nothing about them.
+      resources: [...(listing.resources ?? this.memory.get(fingerprint)?.resources ?? [])],
+      resourceTemplates: [...(listing.resourceTemplates ?? this.memory.get(fingerprint)?.resourceTemplates ?? [])],
+    };
     const before = this.memory.get(fingerprint);
     this.memory.set(fingerprint, copy);
     if (before && deepEqual(before, copy)) return;
@@ -148,7 +170,7 @@ export class ListingCache {
   }
 
   private startWrite(fingerprint: string, file: string, server: string, listing: CachedListing): void {
-    const body: CacheFile = { version: 1, server, fingerprint, at: new Date().toISOString(), ...listing };
+    const body: CacheFile = { version: CACHE_VERSION, server, fingerprint, at: new Date().toISOString(), ...listing };
     const p = writeAtomic(file, `${JSON.stringify(body)}\n`)
       .catch((err: unknown) => this.options.onError?.(err))
       .finally(() => {

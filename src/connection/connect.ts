@@ -1,43 +1,55 @@
 /**
- * Everything between a desired server entry and a live SDK `Client`: choose
- * and build the transport, connect and list under a timeout, and turn what
- * happens afterwards (exit, close, session loss, list changes) into events.
- * Retrying is not done here: connect throws, the supervisor decides.
+ * Everything between a desired server entry and a live SDK `Client`: connect
+ * and list under a timeout over the transport `transports.ts` builds, and
+ * turn what happens afterwards (exit, close, session loss, list changes) into
+ * events. Retrying is not done here: connect throws, the supervisor decides.
  */
-import { resolve as resolvePath } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
+  EmptyResultSchema,
   ErrorCode as McpErrorCode,
-  ListPromptsResultSchema,
-  ListToolsResultSchema,
   McpError,
   PromptListChangedNotificationSchema,
+  ReadResourceResultSchema,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
   type CallToolResult,
   type Prompt,
+  type ReadResourceResult,
+  type Resource,
+  type ResourceTemplate,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { DesiredServer } from '../../machines/types.js';
-import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import { transportOf } from '../gating/fingerprint.js';
-import { childEnv, type EnvPolicy } from './env.js';
-import { runHeadersHelper } from '../config/headers-helper.js';
+import type { EnvPolicy } from './env.js';
 import type { ProcessTracker } from './processes.js';
-import { sessionLossFetch, type SessionLoss } from './session-loss.js';
-import { StdioProcessTransport } from './stdio-transport.js';
+import type { SessionLoss } from './session-loss.js';
+import type { StdioProcessTransport } from './stdio-transport.js';
 import { clientCapabilities, installClientHandlers, type ClientFeatures } from './client-capabilities.js';
+import { abortedError, causeChain, connectError, isPermanentStatus, timeoutError } from './errors.js';
+import { listAll } from './paginate.js';
+import { buildTransport, shouldFallBackToSse, sseTransport, type TransportContext } from './transports.js';
 
 /** What a live connection reports after it is established. */
 export type ConnectionEvent =
   | { type: 'lost'; error: string; sessionLost: boolean }
   | { type: 'tools_changed' }
-  | { type: 'prompts_changed' };
+  | { type: 'prompts_changed' }
+  | { type: 'resources_changed' }
+  /** `notifications/resources/updated`: a resource the client subscribed to (or one below it) changed. */
+  | { type: 'resource_updated'; uri: string };
+
+/** A server's resources and resource templates, as one listing. */
+export interface ResourceListing {
+  resources: Resource[];
+  resourceTemplates: ResourceTemplate[];
+}
 
 /** Options of {@link openConnection}. */
 export interface ConnectOptions {
@@ -75,10 +87,14 @@ export interface ConnectOptions {
   wrapFetch?: (next: FetchLike) => FetchLike;
 }
 
-/** Options of {@link LiveConnection.callTool}. */
-export interface CallToolRequestOptions {
+/** Abort and time limit of one request. */
+export interface RequestTimeouts {
   signal?: AbortSignal;
   timeoutMs?: number;
+}
+
+/** Options of {@link LiveConnection.callTool}. */
+export interface CallToolRequestOptions extends RequestTimeouts {
   onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
 }
 
@@ -99,6 +115,22 @@ export interface LiveConnection {
   listTools(): Promise<Tool[]>;
   /** Re-list prompts and update `prompts`. */
   listPrompts(): Promise<Prompt[]>;
+  /** Resources from the latest listing ([] when the server has no resources capability). */
+  readonly resources: Resource[];
+  /** Resource templates from the latest listing. */
+  readonly resourceTemplates: ResourceTemplate[];
+  /** Why the listing at connect has no resources although the server declared them (it answered with an error). */
+  readonly resourceError: string | undefined;
+  /** Whether the server declared `resources.subscribe`. */
+  readonly canSubscribe: boolean;
+  /** Re-list resources and resource templates and update both. */
+  listResources(): Promise<ResourceListing>;
+  /** `resources/read` of `uri`, the result as the server sent it. */
+  readResource(uri: string, opts?: RequestTimeouts): Promise<ReadResourceResult>;
+  /** `resources/subscribe`: the server then sends `resource_updated` events for `uri`. */
+  subscribeResource(uri: string, opts?: RequestTimeouts): Promise<void>;
+  /** `resources/unsubscribe`. */
+  unsubscribeResource(uri: string, opts?: RequestTimeouts): Promise<void>;
   /**
    * Call a tool by its server-side name. The result is returned as the server
    * sent it: output contracts are checked by the registry, not here.
@@ -118,58 +150,7 @@ const DEFAULT_CLIENT_INFO = Object.freeze({ name: 'mcp-reconciler', version: '0.
 const TERMINATE_SESSION_MS = 1_000;
 /** Re-lists during connect when the server announces a change meanwhile (server-everything does). */
 const MAX_INITIAL_RELISTS = 3;
-const MAX_PAGES = 1_000;
 const STDERR_IN_MESSAGE = 2_000;
-
-/** Any object with `connect(transport)`: an SDK `McpServer` or low-level `Server`. */
-interface ConnectableServer {
-  connect(transport: Transport): Promise<void>;
-}
-
-function isConnectable(value: unknown): value is ConnectableServer {
-  return value !== null && typeof value === 'object' && typeof (value as { connect?: unknown }).connect === 'function';
-}
-
-/** "fetch failed (connect ECONNREFUSED 127.0.0.1:9)": the causes undici hides. */
-function causeChain(err: unknown): string {
-  let text = describeError(err);
-  let cause = err instanceof Error ? err.cause : undefined;
-  for (let depth = 0; cause !== undefined && depth < 3; depth++) {
-    const more = describeError(cause);
-    if (more && !text.includes(more)) text += ` (${more})`;
-    cause = cause instanceof Error ? cause.cause : undefined;
-  }
-  return text;
-}
-
-function isUnauthorized(err: unknown): boolean {
-  if (err instanceof UnauthorizedError) return true;
-  if (err instanceof StreamableHTTPError && err.code === 401) return true;
-  if (err instanceof SseError && err.code === 401) return true;
-  return false;
-}
-
-/**
- * An HTTP status that no retry will change: a 4xx other than 401 (needs_auth),
- * 404 (a session the server forgot, or a server still starting behind a
- * proxy), 408 and 429 (the server asks us to come back later).
- */
-function isPermanentStatus(status: number | undefined): boolean {
-  return status !== undefined && status >= 400 && status < 500 && ![401, 404, 408, 429].includes(status);
-}
-
-/** The HTTP status an SDK transport error carries, when it carries one. */
-function httpStatusOf(err: unknown): number | undefined {
-  if ((err instanceof StreamableHTTPError || err instanceof SseError) && typeof err.code === 'number') return err.code;
-  return undefined;
-}
-
-/** Spawn errors that mean the command itself is wrong, not that it failed this time. */
-const PERMANENT_SPAWN_ERRNOS = new Set(['ENOENT', 'EACCES', 'ENOTDIR']);
-
-function isTimeout(err: unknown): boolean {
-  return err instanceof McpError && err.code === McpErrorCode.RequestTimeout;
-}
 
 class Connection implements LiveConnection {
   readonly name: string;
@@ -177,6 +158,9 @@ class Connection implements LiveConnection {
   readonly client: Client;
   tools: Tool[] = [];
   prompts: Prompt[] = [];
+  resources: Resource[] = [];
+  resourceTemplates: ResourceTemplate[] = [];
+  resourceError: string | undefined;
 
   private readonly entry: DesiredServer;
   private readonly opts: ConnectOptions;
@@ -193,12 +177,14 @@ class Connection implements LiveConnection {
   /** The first answer that no retry will change (see `isPermanentStatus`), while connecting. */
   private permanentStatus: number | undefined;
   private sessionDead = false;
-  private toolsSeq = 0;
-  private promptsSeq = 0;
+  /** Bumped by each list_changed notification, so a listing raced by one is taken again. */
+  private readonly seq = { tools: 0, prompts: 0, resources: 0 };
   private failConnect: ((err: unknown) => void) | undefined;
   private shutdownPromise: Promise<void> | undefined;
   /** What the entry's `headersHelper` printed for this connect; merged over `headers`, never logged. */
   private helperHeaders: Record<string, string> = {};
+  /** What building (and re-building, for the SSE fallback) a transport needs. */
+  private readonly transportContext: TransportContext;
 
   constructor(entry: DesiredServer, opts: ConnectOptions) {
     this.entry = entry;
@@ -212,8 +198,29 @@ class Connection implements LiveConnection {
     installClientHandlers(this.client, entry.name, opts.clientFeatures);
     this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.listChanged('tools'));
     this.client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.listChanged('prompts'));
+    this.client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.listChanged('resources'));
+    this.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      if (this.state === 'ready') this.emit({ type: 'resource_updated', uri: n.params.uri });
+    });
     this.client.onerror = (err) => this.transportError(err);
     this.client.onclose = () => this.transportClosed();
+    this.transportContext = {
+      server: entry.name,
+      config: entry.config,
+      kind: this.kind,
+      cwd: opts.cwd,
+      parentEnv: opts.parentEnv ?? process.env,
+      ...(opts.envPolicy ? { envPolicy: opts.envPolicy } : {}),
+      tracker: opts.tracker,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      ...(opts.startPhase?.spawned ? { onSpawn: opts.startPhase.spawned } : {}),
+      ...(opts.wrapFetch ? { wrapFetch: opts.wrapFetch } : {}),
+      onStatus: (status) => this.recordStatus(status),
+      onSessionLoss: (loss) => this.sessionGone(loss),
+      onTransport: (transport) => {
+        this.transport = transport;
+      },
+    };
   }
 
   get transportType(): ReturnType<typeof transportOf> {
@@ -231,7 +238,7 @@ class Connection implements LiveConnection {
   /** Connect and list under one deadline; on any failure close everything, then throw. */
   async open(): Promise<void> {
     const outer = this.opts.signal;
-    if (outer?.aborted) throw this.abortedError(outer.reason);
+    if (outer?.aborted) throw abortedError(this.name, outer.reason);
     const deadline = new AbortController();
     let timedOut = false;
     // A stdio server still starting is not failing: with `backgroundStart` its open has
@@ -257,7 +264,7 @@ class Connection implements LiveConnection {
       try {
         await race(this.client.connect(this.transport, { signal: deadline.signal, timeout: openTimeout }));
       } catch (err) {
-        if (deadline.signal.aborted || !this.shouldFallBackToSse(err)) throw err;
+        if (deadline.signal.aborted || !shouldFallBackToSse(err, { config: this.entry.config, kind: this.kind, used: this.used, sawUnauthorized: this.sawUnauthorized, permanentStatus: this.permanentStatus })) throw err;
         // VS Code's and Cursor's rule for `type: http`: a 4xx to the first POST means an SSE-only server.
         await this.switchToSse();
         await race(this.client.connect(this.transport, { signal: deadline.signal, timeout: openTimeout }));
@@ -268,9 +275,18 @@ class Connection implements LiveConnection {
       this.state = 'ready';
     } catch (err) {
       await this.shutdown();
-      if (timedOut) throw this.timeoutError(err);
-      if (outer?.aborted) throw this.abortedError(outer.reason);
-      throw this.connectError(err);
+      if (timedOut) throw timeoutError(this.name, this.timeoutMs, err, (m) => this.withStderr(m));
+      if (outer?.aborted) throw abortedError(this.name, outer.reason);
+      throw connectError(err, {
+        server: this.name,
+        kind: this.kind,
+        used: this.used,
+        timeoutMs: this.timeoutMs,
+        sawUnauthorized: this.sawUnauthorized,
+        permanentStatus: this.permanentStatus,
+        exited: this.stdio?.exitDescription(),
+        withStderr: (m) => this.withStderr(m),
+      });
     } finally {
       clearTimeout(timer);
       outer?.removeEventListener('abort', onOuterAbort);
@@ -284,6 +300,26 @@ class Connection implements LiveConnection {
 
   listPrompts(): Promise<Prompt[]> {
     return this.fetchPrompts({ timeout: this.timeoutMs });
+  }
+
+  listResources(): Promise<ResourceListing> {
+    return this.fetchResources({ timeout: this.timeoutMs });
+  }
+
+  get canSubscribe(): boolean {
+    return this.client.getServerCapabilities()?.resources?.subscribe === true;
+  }
+
+  readResource(uri: string, opts: RequestTimeouts = {}): Promise<ReadResourceResult> {
+    return this.client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema, { signal: opts.signal, timeout: opts.timeoutMs }) as Promise<ReadResourceResult>;
+  }
+
+  async subscribeResource(uri: string, opts: RequestTimeouts = {}): Promise<void> {
+    await this.client.request({ method: 'resources/subscribe', params: { uri } }, EmptyResultSchema, { signal: opts.signal, timeout: opts.timeoutMs ?? this.timeoutMs });
+  }
+
+  async unsubscribeResource(uri: string, opts: RequestTimeouts = {}): Promise<void> {
+    await this.client.request({ method: 'resources/unsubscribe', params: { uri } }, EmptyResultSchema, { signal: opts.signal, timeout: opts.timeoutMs ?? this.timeoutMs });
   }
 
   callTool(
@@ -310,31 +346,27 @@ class Connection implements LiveConnection {
 
   private async initialList(race: <T>(p: Promise<T>) => Promise<T>, signal: AbortSignal, timeout: number): Promise<void> {
     const options = { signal, timeout };
-    for (let i = 0; i < MAX_INITIAL_RELISTS; i++) {
-      const seq = this.toolsSeq;
-      await race(this.fetchTools(options));
-      if (seq === this.toolsSeq) break;
-    }
-    for (let i = 0; i < MAX_INITIAL_RELISTS; i++) {
-      const seq = this.promptsSeq;
-      await race(this.fetchPrompts(options));
-      if (seq === this.promptsSeq) break;
+    const fetchers: Record<keyof typeof this.seq, () => Promise<unknown>> = {
+      tools: () => this.fetchTools(options),
+      prompts: () => this.fetchPrompts(options),
+      resources: () => this.fetchResources(options).catch((err: unknown) => this.resourcesRefused(err)),
+    };
+    for (const kind of ['tools', 'prompts', 'resources'] as const) {
+      for (let i = 0; i < MAX_INITIAL_RELISTS; i++) {
+        const seq = this.seq[kind];
+        await race(fetchers[kind]());
+        if (seq === this.seq[kind]) break;
+      }
     }
   }
 
   private async fetchTools(options: { signal?: AbortSignal; timeout: number }): Promise<Tool[]> {
-    const caps = this.client.getServerCapabilities();
-    const tools: Tool[] = [];
-    let cursor: string | undefined;
+    let tools: Tool[] = [];
     try {
-      for (let page = 0; page < MAX_PAGES; page++) {
-        const result = await this.client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, ListToolsResultSchema, options);
-        tools.push(...(result.tools as Tool[]));
-        if (!result.nextCursor || result.nextCursor === cursor) break;
-        cursor = result.nextCursor;
-      }
+      tools = await listAll(this.client, 'tools', options);
     } catch (err) {
       // A server without the tools capability may refuse tools/list: it has no tools.
+      const caps = this.client.getServerCapabilities();
       if (!(caps?.tools === undefined && err instanceof McpError && err.code === McpErrorCode.MethodNotFound)) throw err;
     }
     this.tools = tools;
@@ -342,88 +374,46 @@ class Connection implements LiveConnection {
   }
 
   private async fetchPrompts(options: { signal?: AbortSignal; timeout: number }): Promise<Prompt[]> {
-    if (!this.client.getServerCapabilities()?.prompts) {
-      this.prompts = [];
-      return this.prompts;
-    }
-    const prompts: Prompt[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page++) {
-      const result = await this.client.request({ method: 'prompts/list', params: cursor ? { cursor } : {} }, ListPromptsResultSchema, options);
-      prompts.push(...(result.prompts as Prompt[]));
-      if (!result.nextCursor || result.nextCursor === cursor) break;
-      cursor = result.nextCursor;
-    }
-    this.prompts = prompts;
-    return prompts;
-  }
-
-  private async buildTransport(): Promise<Transport> {
-    const config = this.entry.config;
-    if (config.headersHelper !== undefined && (this.kind === 'http' || this.kind === 'sse')) {
-      this.helperHeaders = await runHeadersHelper({ server: this.name, url: config.url, command: config.headersHelper, cwd: this.opts.cwd, env: childEnv(this.opts.parentEnv ?? process.env, config.env, this.opts.envPolicy), ...(this.opts.signal ? { signal: this.opts.signal } : {}) });
-    }
-    switch (this.kind) {
-      case 'stdio': {
-        if (!config.command) throw this.configError('has no "command"', 'Set "command" (and "args") for a stdio server.');
-        this.stdio = new StdioProcessTransport({
-          command: config.command,
-          args: config.args ?? [],
-          env: childEnv(this.opts.parentEnv ?? process.env, config.env, this.opts.envPolicy),
-          cwd: resolvePath(this.opts.cwd, config.cwd ?? '.'),
-          tracker: this.opts.tracker,
-          ...(this.opts.startPhase?.spawned ? { onSpawn: this.opts.startPhase.spawned } : {}),
-        });
-        return this.stdio;
-      }
-      case 'http': {
-        const url = this.parseUrl();
-        this.http = new StreamableHTTPClientTransport(url, {
-          requestInit: { headers: { ...(config.headers ?? {}), ...this.helperHeaders } },
-          fetch: sessionLossFetch((loss) => this.sessionGone(loss), this.statusRecorder()),
-        });
-        return this.http;
-      }
-      case 'sse':
-        return this.sseTransport();
-      case 'sdk': {
-        const instance = config.instance;
-        if (!isConnectable(instance)) {
-          throw this.configError('has no in-process server instance', 'Pass an McpServer or Server object as "instance" of an sdk server.');
-        }
-        const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-        // Known before the await, so a timeout meanwhile still closes both ends.
-        this.transport = clientSide;
-        try {
-          await instance.connect(serverSide);
-        } catch (err) {
-          throw new McpReconcilerError(ErrorCode.ConnectFailed, `in-process server could not accept a connection: ${describeError(err)}`, {
-            hint: 'An SDK server instance serves one client at a time; close its previous connection first.',
-            cause: err,
-          });
-        }
-        return clientSide;
-      }
-    }
-  }
-
-  private sseTransport(): SSEClientTransport {
-    return new SSEClientTransport(this.parseUrl(), {
-      requestInit: { headers: { ...(this.entry.config.headers ?? {}), ...this.helperHeaders } },
-      fetch: this.statusRecorder(),
-    });
+    this.prompts = this.client.getServerCapabilities()?.prompts ? await listAll(this.client, 'prompts', options) : [];
+    return this.prompts;
   }
 
   /**
-   * Whether a failed streamable-HTTP connect should be retried over SSE: the
-   * entry asks for it and the server answered the first request with a 4xx
-   * other than 401 (credentials, not the transport), 408 or 429 (come back later).
+   * A server that answers its resource listing with an error keeps its
+   * tools: it connects with no resources and `resourceError` says why. A
+   * transport failure or a timeout still fails the connect.
    */
-  private shouldFallBackToSse(err: unknown): boolean {
-    if (this.kind !== 'http' || this.used !== 'http' || this.entry.config.fallbackToSse !== true || this.sawUnauthorized) return false;
-    const status = httpStatusOf(err) ?? this.permanentStatus;
-    // A 404 here is the path an SSE-only server does not serve, not a lost session.
-    return status === 404 || isPermanentStatus(status);
+  private resourcesRefused(err: unknown): void {
+    // Timeouts and a closed connection are the SDK's own errors, not the server's answer.
+    if (!(err instanceof McpError) || err.code === McpErrorCode.RequestTimeout || err.code === McpErrorCode.ConnectionClosed) throw err;
+    this.resourceError = `resources/list failed: ${err.message}`;
+  }
+
+  private async fetchResources(options: { signal?: AbortSignal; timeout: number }): Promise<ResourceListing> {
+    if (!this.client.getServerCapabilities()?.resources) {
+      this.resources = [];
+      this.resourceTemplates = [];
+      return { resources: [], resourceTemplates: [] };
+    }
+    const resources = await listAll(this.client, 'resources', options);
+    let resourceTemplates: ResourceTemplate[] = [];
+    try {
+      resourceTemplates = await listAll(this.client, 'resourceTemplates', options);
+    } catch (err) {
+      // Templates are optional within the capability: a server without them may not answer the method.
+      if (!(err instanceof McpError && err.code === McpErrorCode.MethodNotFound)) throw err;
+    }
+    this.resources = resources;
+    this.resourceTemplates = resourceTemplates;
+    return { resources, resourceTemplates };
+  }
+
+  private async buildTransport(): Promise<Transport> {
+    const built = await buildTransport(this.transportContext);
+    this.helperHeaders = built.helperHeaders;
+    this.stdio = built.stdio;
+    this.http = built.http;
+    return built.transport;
   }
 
   /** Drop the streamable-HTTP attempt and put an SSE transport in its place. */
@@ -436,40 +426,18 @@ class Connection implements LiveConnection {
     this.permanentStatus = undefined;
     this.lastTransportError = undefined;
     this.used = 'sse';
-    this.transport = this.sseTransport();
+    this.transport = sseTransport(this.transportContext, this.helperHeaders);
   }
 
-  private parseUrl(): URL {
-    const raw = this.entry.config.url;
-    if (!raw) throw this.configError('has no "url"', 'Set "url" for an http or sse server.');
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      throw this.configError(`has an invalid "url": ${raw}`, 'Use an absolute http:// or https:// URL.');
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      throw this.configError(`has a "url" that is not http(s): ${url.protocol}`, 'Use an absolute http:// or https:// URL.');
-    }
-    return url;
+  /** Remember a 401 (a connect failure is then needs_auth) and the first status no retry changes. */
+  private recordStatus(status: number): void {
+    if (status === 401) this.sawUnauthorized = true;
+    if (isPermanentStatus(status)) this.permanentStatus ??= status;
   }
 
-  /** A fetch that remembers a 401, so a connect failure can be reported as needs_auth. */
-  private statusRecorder(): FetchLike {
-    // OAuth sits closest to the network, so a 401 it resolves is never recorded here.
-    const send: FetchLike = this.opts.wrapFetch ? this.opts.wrapFetch((u, i) => fetch(u, i)) : (u, i) => fetch(u, i);
-    return async (url, init) => {
-      const response = await send(url, init);
-      if (response.status === 401) this.sawUnauthorized = true;
-      if (isPermanentStatus(response.status)) this.permanentStatus ??= response.status;
-      return response;
-    };
-  }
-
-  private listChanged(kind: 'tools' | 'prompts'): void {
-    if (kind === 'tools') this.toolsSeq++;
-    else this.promptsSeq++;
-    if (this.state === 'ready') this.emit({ type: kind === 'tools' ? 'tools_changed' : 'prompts_changed' });
+  private listChanged(kind: 'tools' | 'prompts' | 'resources'): void {
+    this.seq[kind]++;
+    if (this.state === 'ready') this.emit({ type: `${kind}_changed` });
   }
 
   private transportError(err: Error): void {
@@ -533,66 +501,12 @@ class Connection implements LiveConnection {
     const tail = this.stdio.stderrTail().trim();
     return tail ? `${message}; stderr: ${tail.length > STDERR_IN_MESSAGE ? `…${tail.slice(-STDERR_IN_MESSAGE)}` : tail}` : message;
   }
-
-  private configError(what: string, hint: string): McpReconcilerError {
-    // A config mistake fails the same way every time: no retries, straight to `failed`.
-    return new McpReconcilerError(ErrorCode.ConnectFailed, `Server "${this.name}" ${what}`, { hint, details: { server: this.name }, permanent: true });
-  }
-
-  private timeoutError(cause: unknown): McpReconcilerError {
-    return new McpReconcilerError(ErrorCode.Timeout, this.withStderr(`Server "${this.name}" did not connect within ${this.timeoutMs} ms`), {
-      hint: 'Check why the server starts slowly, or raise "timeout" (ms) in its config.',
-      details: { server: this.name, timeoutMs: this.timeoutMs },
-      cause,
-    });
-  }
-
-  private abortedError(reason: unknown): McpReconcilerError {
-    return new McpReconcilerError(ErrorCode.ConnectFailed, `Connecting to server "${this.name}" was aborted`, {
-      details: { server: this.name, aborted: true },
-      cause: reason,
-    });
-  }
-
-  private connectError(err: unknown): McpReconcilerError {
-    const details = { server: this.name, transport: this.used };
-    if (this.sawUnauthorized || isUnauthorized(err)) {
-      return new McpReconcilerError(ErrorCode.NeedsAuth, `Server "${this.name}" requires authorization (HTTP 401)`, {
-        hint: `Sign in with \`mcp-reconciler auth ${this.name}\` (OAuth), or add credentials to the server config (for example an "Authorization" header) and reconnect.`,
-        details,
-        cause: err,
-      });
-    }
-    if (isTimeout(err)) return this.timeoutError(err);
-    if (err instanceof McpReconcilerError) {
-      const message = err.message.startsWith(`Server "${this.name}"`) ? err.message : `Server "${this.name}": ${err.message}`;
-      const permanent = err.permanent || PERMANENT_SPAWN_ERRNOS.has(String(err.details.errno));
-      return new McpReconcilerError(err.code, message, { hint: err.hint, details: { ...details, ...err.details }, cause: err, permanent });
-    }
-    const status = httpStatusOf(err) ?? this.permanentStatus;
-    if (isPermanentStatus(status)) {
-      return new McpReconcilerError(ErrorCode.ConnectFailed, `Server "${this.name}" refused the connection with HTTP ${status}: ${causeChain(err)}`, {
-        hint: 'Check the URL, headers and transport type in the server config; the server will not accept it as it is. Edit the config or run `mcp-reconciler reconnect` once fixed.',
-        details: { ...details, status },
-        cause: err,
-        permanent: true,
-      });
-    }
-    const exited = this.stdio?.exitDescription();
-    const message = exited
-      ? `Server "${this.name}" failed to start: ${exited}`
-      : this.withStderr(`Server "${this.name}" failed to connect: ${causeChain(err)}`);
-    return new McpReconcilerError(ErrorCode.ConnectFailed, message, {
-      hint: this.kind === 'stdio' ? 'Run the command by hand to see why it fails.' : 'Check that the server is running and the URL is right.',
-      details,
-      cause: err,
-    });
-  }
 }
 
 /**
- * Connect to one server and list its tools (all pages) and prompts (when it
- * has the prompts capability), all within the timeout. Resolves with a live
+ * Connect to one server and list its tools (all pages), prompts and
+ * resources with their templates (each when it has the capability), all
+ * within the timeout. Resolves with a live
  * connection whose later events go to `opts.onEvent`. Rejects with an
  * `McpReconcilerError` (`connect_failed`, `timeout` or `needs_auth`) naming the
  * server and the cause; nothing it started is left running when it rejects.

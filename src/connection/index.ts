@@ -3,4 +3,4 @@ export { childEnv, DEFAULT_INHERITED_ENV, defaultEnvPolicy, inheritsVariable, ty
 export { ProcessTracker, type ProcessTrackerOptions, type TrackedSpawnOptions } from './processes.js';
 export { StdioProcessTransport, type StdioProcessTransportOptions } from './stdio-transport.js';
 export { isSessionLossStatus, sessionLossFetch, type SessionLoss } from './session-loss.js';
-export { openConnection, type ConnectOptions, type ConnectionEvent, type LiveConnection } from './connect.js';
+export { openConnection, type ConnectOptions, type ConnectionEvent, type LiveConnection, type ResourceListing } from './connect.js';

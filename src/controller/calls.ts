@@ -1,14 +1,16 @@
 import type { AnyActorRef } from 'xstate';
-import type { CallToolResult, GetPromptResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { isInTransit, stateNameOf } from '../../machines/reason.js';
 import type { DesiredServer } from '../../machines/types.js';
+import type { ResourceUpdateListener } from '../connection/subscriptions.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { enforceOutputContract } from '../registry/output-contract.js';
 import type { RegisteredTool, ToolRegistry } from '../registry/registry.js';
+import { templateMatches, type RegisteredResource, type RegisteredResourceTemplate, type ServerView } from '../registry/resources.js';
 import type { ConnectionRecord, Connections } from './connections.js';
 import { describeReason, fixFor } from './messages.js';
 import type { StatusView } from './status.js';
-import type { CallToolOptions, ServerStateName } from './types.js';
+import type { CallToolOptions, ResourceOptions, ServerStateName } from './types.js';
 
 /** What tool calls need from the controller. */
 export interface CallsDeps {
@@ -19,63 +21,190 @@ export interface CallsDeps {
   connectTimeoutMs: number;
 }
 
+/** What a request is about, for its errors: `Tool mcp__a__b`, `Resource file:///x`. */
+interface Subject {
+  label: string;
+  details: Record<string, unknown>;
+  /** The whole sentence for a server that cannot take it now (reason and fix). */
+  unavailable(): string;
+}
+
+/** The servers a lookup may use; `undefined` for all. */
+function viewOf(servers: Iterable<string> | undefined): ServerView {
+  if (servers === undefined) return undefined;
+  const set = new Set(servers);
+  return (server) => set.has(server);
+}
+
+/** Whether a listing (a server's cached one, say) has `uri`, as a resource or through a template. */
+function lists(listing: { resources?: { uri: string }[]; resourceTemplates?: { uriTemplate: string }[] }, uri: string): boolean {
+  if (listing.resources?.some((r) => r.uri === uri)) return true;
+  return (listing.resourceTemplates ?? []).some((t) => templateMatches(t.uriTemplate, uri));
+}
+
 /**
- * Tool calls and prompt gets (SPEC §6): sent to the server's current
- * connection, or, for a `dormant` or `connecting` server serving cached
- * tools, after waiting for it to connect. Each call is counted by the
- * server's machine (`CALL_STARTED` / `CALL_ENDED`) so an idle timeout never
- * stops a server mid-call; a call cut off by a lost connection fails with
- * `tool_unavailable` saying so.
+ * Tool calls, prompt gets and resource reads (SPEC §6, issue 14): sent to
+ * the server's current connection, or, for a `dormant` or `connecting`
+ * server serving cached entries, after waiting for it to connect. Each is
+ * counted by the server's machine (`CALL_STARTED` / `CALL_ENDED`) so an idle
+ * timeout never stops a server mid-call; one cut off by a lost connection
+ * fails with `tool_unavailable` saying so. Resource subscriptions are kept by
+ * `Connections.subscriptions`, which keeps a subscribed server running.
  */
 export class Calls {
   constructor(private readonly deps: CallsDeps) {}
 
   /** `McpController.callTool`, once the controller is known to be live. */
   async callTool(name: string, args: Record<string, unknown> = {}, opts: CallToolOptions = {}): Promise<CallToolResult> {
-    const tool = this.deps.registry.getTool(name);
-    if (!tool) {
+    const cached = this.deps.registry.getTool(name);
+    if (!cached) {
       throw new McpReconcilerError(ErrorCode.UnknownTool, this.deps.view.toolUnavailableMessage(name), {
         hint: 'list the registered tools with `mcp-reconciler tools`',
         details: { tool: name },
       });
     }
-    const ref = this.deps.view.serverActors()[tool.server];
+    const server = cached.server;
+    const subject: Subject = { label: `Tool ${name}`, details: { tool: name }, unavailable: () => this.deps.view.toolUnavailableMessage(name) };
+    return this.useServer(subject, server, opts, async (rec, timeLeft) => {
+      // After a wait the live listing counts, not the cached one it was found in.
+      const tool = this.deps.registry.getTool(name);
+      if (!tool || tool.server !== server) {
+        throw new McpReconcilerError(ErrorCode.UnknownTool, `Tool ${name} is no longer provided: MCP server "${server}" connected and its live tool list does not have it (the cached list was stale). ${this.deps.view.toolUnavailableMessage(name)}`, {
+          details: { tool: name, server, stale: true },
+        });
+      }
+      return this.sendCall(tool, rec, args, { ...opts, ...(timeLeft === undefined ? {} : { timeoutMs: timeLeft }) });
+    });
+  }
+
+  private async sendCall(tool: RegisteredTool, rec: ConnectionRecord, args: Record<string, unknown>, opts: CallToolOptions): Promise<CallToolResult> {
+    return enforceOutputContract(tool, await rec.conn.callTool(tool.rawName, args, opts));
+  }
+
+  /** `McpController.getPrompt`, once the controller is known to be live. */
+  async getPrompt(name: string, args: Record<string, string> = {}, opts: CallToolOptions = {}): Promise<GetPromptResult> {
+    const cached = this.deps.registry.getPrompt(name);
+    if (!cached) {
+      const server = this.deps.view.serverOfTool(name);
+      const reason = server ? this.deps.view.unavailableReason(server) : undefined;
+      throw new McpReconcilerError(
+        ErrorCode.UnknownTool,
+        server && reason ? this.unavailableMessage(`Prompt ${name}`, server) : `Prompt ${name} is not provided by any connected MCP server.`,
+        { details: { prompt: name, ...(server ? { server } : {}) } },
+      );
+    }
+    const server = cached.server;
+    const subject: Subject = { label: `Prompt ${name}`, details: { prompt: name }, unavailable: () => this.unavailableMessage(`Prompt ${name}`, server) };
+    return this.useServer(subject, server, opts, (rec, timeout) => {
+      const prompt = this.deps.registry.getPrompt(name);
+      if (!prompt || prompt.server !== server) {
+        throw new McpReconcilerError(ErrorCode.UnknownTool, `Prompt ${name} is no longer provided: MCP server "${server}" connected and its live prompt list does not have it (the cached list was stale).`, {
+          details: { prompt: name, server, stale: true },
+        });
+      }
+      return rec.conn.client.getPrompt({ name: prompt.rawName, arguments: args }, { signal: opts.signal, timeout });
+    });
+  }
+
+  /** `McpController.resources`: one entry per URI, its owner's among `servers`. */
+  resources(servers?: Iterable<string>): RegisteredResource[] {
+    return this.deps.registry.resources.resources(viewOf(servers));
+  }
+
+  /** `McpController.resourceTemplates`. */
+  resourceTemplates(servers?: Iterable<string>): RegisteredResourceTemplate[] {
+    return this.deps.registry.resources.resourceTemplates(viewOf(servers));
+  }
+
+  /** `McpController.readResource`, once the controller is known to be live. */
+  async readResource(uri: string, opts: ResourceOptions = {}): Promise<ReadResourceResult> {
+    const server = this.resourceOwner(uri, opts.servers);
+    return this.useServer(this.resourceSubject(uri, server), server, opts, (rec, timeoutMs) => rec.conn.readResource(uri, { signal: opts.signal, timeoutMs }));
+  }
+
+  /** `McpController.subscribeResource`, once the controller is known to be live. */
+  async subscribeResource(uri: string, onUpdated: ResourceUpdateListener, opts: ResourceOptions = {}): Promise<() => Promise<void>> {
+    const server = this.resourceOwner(uri, opts.servers);
+    return this.useServer(this.resourceSubject(uri, server), server, opts, (rec, timeoutMs) => {
+      if (!rec.conn.canSubscribe) {
+        throw new McpReconcilerError(ErrorCode.ToolUnavailable, `Resource ${uri} cannot be subscribed to: MCP server "${server}" does not offer subscriptions (its resources capability has no "subscribe").`, {
+          hint: 'read the resource again when you need it, or watch for resources-changed',
+          details: { resource: uri, server, subscribe: false },
+        });
+      }
+      return this.deps.connections.subscriptions.add(server, uri, onUpdated, rec.conn, { signal: opts.signal, timeoutMs });
+    });
+  }
+
+  private resourceSubject(uri: string, server: string): Subject {
+    return { label: `Resource ${uri}`, details: { resource: uri }, unavailable: () => this.unavailableMessage(`Resource ${uri}`, server) };
+  }
+
+  /**
+   * The server that answers for `uri` among `servers` (see ResourceRegistry).
+   * When none lists it, the error says which servers in view are
+   * unavailable and why: one whose cached listing has the URI (a pending
+   * approval, say) is named as its server, with the fix.
+   */
+  private resourceOwner(uri: string, servers: Iterable<string> | undefined): string {
+    const view = viewOf(servers);
+    const owner = this.deps.registry.resources.ownerOf(uri, view);
+    if (owner) return owner.server;
+    const down = Object.keys(this.deps.view.serverActors())
+      .filter((s) => (!view || view(s)) && this.deps.view.unavailableReason(s) !== undefined)
+      .sort();
+    const known = down.find((s) => {
+      const listing = this.deps.connections.cachedListingOf(s);
+      return listing !== undefined && lists(listing, uri);
+    });
+    if (known) {
+      throw new McpReconcilerError(ErrorCode.ToolUnavailable, this.unavailableMessage(`Resource ${uri}`, known), {
+        details: { resource: uri, server: known, reason: this.deps.view.unavailableReason(known) },
+      });
+    }
+    const why = down.map((s) => `"${s}" ${describeReason(this.deps.view.unavailableReason(s)!)} (to fix: ${fixFor(this.deps.view.unavailableReason(s)!, s)})`);
+    throw new McpReconcilerError(
+      ErrorCode.UnknownTool,
+      `Resource ${uri} is not provided by any available MCP server.` + (why.length > 0 ? ` Servers that are not available and may provide it: ${why.join('; ')}.` : ' List the resources with resources().'),
+      { details: { resource: uri, unavailable: down } },
+    );
+  }
+
+  /** `label` cannot go to `server` now: the reason and the fix, or "try again" while it is on its way. */
+  private unavailableMessage(label: string, server: string): string {
+    const reason = this.deps.view.unavailableReason(server);
+    if (!reason) return `${label} is temporarily unavailable: MCP server "${server}" is ${this.deps.view.stateOf(server)}. Try again in a moment.`;
+    // For a failure the cause is the most useful part of the answer.
+    const cause = reason === 'failed' || reason === 'needs_auth' ? this.deps.view.lastErrorOf(server) : undefined;
+    return `${label} is unavailable: MCP server "${server}" ${describeReason(reason)}${cause ? ` (last error: ${cause})` : ''}. To fix: ${fixFor(reason, server)}.`;
+  }
+
+  /**
+   * Run `use` on `server`'s connection, counted as a call. A `dormant` or
+   * `connecting` server is woken and waited for (see {@link whenConnected});
+   * a connected one is used at once; any other state fails with
+   * `tool_unavailable`. A connection lost under `use` becomes
+   * `tool_unavailable` saying so.
+   */
+  private async useServer<T>(subject: Subject, server: string, opts: { signal?: AbortSignal; timeoutMs?: number }, use: (rec: ConnectionRecord, timeLeft: number | undefined) => Promise<T>): Promise<T> {
+    const ref = this.deps.view.serverActors()[server];
     const state = ref ? stateNameOf(ref.getSnapshot()) : 'removed';
-    if (ref && (state === 'dormant' || state === 'connecting')) return this.callWhenConnected(name, tool, ref, args, opts);
-    const rec = this.deps.connections.get(tool.server);
-    if (state !== 'connected' || !rec) {
+    if (ref && (state === 'dormant' || state === 'connecting')) return this.whenConnected(subject, server, ref, opts, use);
+    const rec = this.deps.connections.get(server);
+    if (state !== 'connected' || !rec || !ref) {
       const reconnecting = isInTransit(state);
       throw new McpReconcilerError(
         ErrorCode.ToolUnavailable,
-        reconnecting
-          ? `Tool ${name} is temporarily unavailable: MCP server "${tool.server}" is reconnecting. Try again in a moment.`
-          : this.deps.view.toolUnavailableMessage(name),
-        { details: { tool: name, server: tool.server, state, reconnecting } },
+        reconnecting ? `${subject.label} is temporarily unavailable: MCP server "${server}" is reconnecting. Try again in a moment.` : subject.unavailable(),
+        { details: { ...subject.details, server, state, reconnecting } },
       );
     }
-    // Counted by the machine so an idle timeout never stops a server mid-call.
-    ref!.send({ type: 'CALL_STARTED' });
+    ref.send({ type: 'CALL_STARTED' });
     try {
-      return await this.sendCall(name, tool, rec, args, opts);
+      return await this.guardLoss(subject, server, rec, () => use(rec, opts.timeoutMs));
     } finally {
-      this.callEnded(ref!);
+      this.callEnded(ref);
     }
-  }
-
-  private async sendCall(
-    name: string,
-    tool: RegisteredTool,
-    rec: ConnectionRecord,
-    args: Record<string, unknown>,
-    opts: CallToolOptions,
-  ): Promise<CallToolResult> {
-    let result: CallToolResult;
-    try {
-      result = await rec.conn.callTool(tool.rawName, args, opts);
-    } catch (err) {
-      throw this.lostDuringCall(name, tool.server, rec, err) ?? err;
-    }
-    return enforceOutputContract(tool, result);
   }
 
   private callEnded(ref: AnyActorRef): void {
@@ -83,43 +212,19 @@ export class Calls {
   }
 
   /**
-   * A call to a cached tool of a `dormant` or `connecting` server: wake it
-   * (CALL_STARTED), wait for `connected`, then send the call to the tool as
-   * the live listing has it. The wait ends early, with `tool_unavailable`,
-   * when the server lands anywhere else (a failed attempt goes to
-   * `reconnecting`: the call does not ride the backoff), when the live
-   * listing no longer has the tool, or at the deadline.
-   */
-  private async callWhenConnected(
-    name: string,
-    cachedTool: RegisteredTool,
-    ref: AnyActorRef,
-    args: Record<string, unknown>,
-    opts: CallToolOptions,
-  ): Promise<CallToolResult> {
-    const server = cachedTool.server;
-    return this.whenConnected(name, server, ref, opts, (rec, timeLeft) => {
-      const tool = this.deps.registry.getTool(name);
-      if (!tool || tool.server !== server) {
-        throw new McpReconcilerError(ErrorCode.UnknownTool, `Tool ${name} is no longer provided: MCP server "${server}" connected and its live tool list does not have it (the cached list was stale). ${this.deps.view.toolUnavailableMessage(name)}`, {
-          details: { tool: name, server, stale: true },
-        });
-      }
-      return this.sendCall(name, tool, rec, args, { ...opts, ...(timeLeft === undefined ? {} : { timeoutMs: timeLeft }) });
-    });
-  }
-
-  /**
    * Wake `server` (CALL_STARTED, counted until `use` settles), wait for it to
    * be connected, then run `use` with its connection and what is left of the
    * caller's timeout. Without a timeout the wait is bounded by the connect
-   * timeout plus a moment, so the machine's own failure wins the race.
+   * timeout plus a moment, so the machine's own failure wins the race. The
+   * wait ends early, with `tool_unavailable`, when the server lands anywhere
+   * else (a failed attempt goes to `reconnecting`: the call does not ride
+   * the backoff).
    */
   private async whenConnected<T>(
-    name: string,
+    subject: Subject,
     server: string,
     ref: AnyActorRef,
-    opts: CallToolOptions,
+    opts: { signal?: AbortSignal; timeoutMs?: number },
     use: (rec: ConnectionRecord, timeLeft: number | undefined) => Promise<T>,
   ): Promise<T> {
     const t0 = Date.now();
@@ -127,15 +232,16 @@ export class Calls {
     const waitMs = opts.timeoutMs ?? (entry.config.timeout ?? this.deps.connectTimeoutMs) + 1_000;
     ref.send({ type: 'CALL_STARTED' });
     try {
-      const rec = await this.awaitConnected(name, server, ref, waitMs, opts.signal);
-      return await use(rec, opts.timeoutMs === undefined ? undefined : Math.max(1, opts.timeoutMs - (Date.now() - t0)));
+      const rec = await this.awaitConnected(subject, server, ref, waitMs, opts.signal);
+      const timeLeft = opts.timeoutMs === undefined ? undefined : Math.max(1, opts.timeoutMs - (Date.now() - t0));
+      return await this.guardLoss(subject, server, rec, () => use(rec, timeLeft));
     } finally {
       this.callEnded(ref);
     }
   }
 
   /** Resolve with the connection once `server` is connected; reject with `tool_unavailable` if it goes elsewhere or `waitMs` passes. */
-  private awaitConnected(toolName: string, server: string, ref: AnyActorRef, waitMs: number, signal?: AbortSignal): Promise<ConnectionRecord> {
+  private awaitConnected(subject: Subject, server: string, ref: AnyActorRef, waitMs: number, signal?: AbortSignal): Promise<ConnectionRecord> {
     return new Promise<ConnectionRecord>((resolve, reject) => {
       let settled = false;
       let sub: { unsubscribe(): void } | undefined;
@@ -152,9 +258,9 @@ export class Calls {
         const cause = this.deps.view.lastErrorOf(server);
         return new McpReconcilerError(
           ErrorCode.ToolUnavailable,
-          `Tool ${toolName} is unavailable: MCP server "${server}" ${why}${cause ? ` (last error: ${cause})` : ''}.` +
+          `${subject.label} is unavailable: MCP server "${server}" ${why}${cause ? ` (last error: ${cause})` : ''}.` +
             (reason ? ` To fix: ${fixFor(reason, server)}.` : ' Try again in a moment.'),
-          { details: { tool: toolName, server, state, reason, reconnecting: isInTransit(state) } },
+          { details: { ...subject.details, server, state, reason, reconnecting: isInTransit(state) } },
         );
       };
       const check = (): void => {
@@ -175,64 +281,27 @@ export class Calls {
     });
   }
 
-  /** `McpController.getPrompt`, once the controller is known to be live. */
-  async getPrompt(name: string, args: Record<string, string> = {}, opts: CallToolOptions = {}): Promise<GetPromptResult> {
-    const prompt = this.deps.registry.getPrompt(name);
-    const ref = prompt ? this.deps.view.serverActors()[prompt.server] : undefined;
-    const state = ref ? stateNameOf(ref.getSnapshot()) : undefined;
-    // A cached prompt of a dormant (or still connecting) server wakes it, like a tool call.
-    if (prompt && ref && (state === 'dormant' || state === 'connecting')) return this.promptWhenConnected(name, prompt.server, ref, args, opts);
-    const rec = prompt ? this.deps.connections.get(prompt.server) : undefined;
-    if (!prompt || !rec || !ref || state !== 'connected') {
-      const server = prompt?.server ?? this.deps.view.serverOfTool(name);
-      const reason = server ? this.deps.view.unavailableReason(server) : undefined;
+  /**
+   * Run `send`; a failure because its connection went away (crash, lost
+   * session, removal) becomes a `tool_unavailable` error saying so — the
+   * SDK's own error is a bare "Connection closed". Failures while the
+   * connection is still current (the caller's timeouts and aborts, the
+   * server's own errors) pass through unchanged.
+   */
+  private async guardLoss<T>(subject: Subject, server: string, rec: ConnectionRecord, send: () => Promise<T>): Promise<T> {
+    try {
+      return await send();
+    } catch (err) {
+      if (!rec.lost && this.deps.connections.get(server) === rec) throw err;
+      const ref = this.deps.view.serverActors()[server];
+      const state = ref ? stateNameOf(ref.getSnapshot()) : 'removed';
+      const reconnecting = isInTransit(state) || state === 'connected';
+      const what = `${subject.label} did not complete: MCP server "${server}" lost its connection (${rec.lost?.error ?? 'connection closed'})`;
       throw new McpReconcilerError(
-        prompt ? ErrorCode.ToolUnavailable : ErrorCode.UnknownTool,
-        server && reason
-          ? `Prompt ${name} is unavailable: MCP server "${server}" ${describeReason(reason)}. To fix: ${fixFor(reason, server)}.`
-          : prompt
-            ? `Prompt ${name} is temporarily unavailable: MCP server "${prompt.server}" is reconnecting. Try again in a moment.`
-            : `Prompt ${name} is not provided by any connected MCP server.`,
-        { details: { prompt: name, ...(server ? { server } : {}) } },
+        ErrorCode.ToolUnavailable,
+        reconnecting ? `${what} and is reconnecting. Try again in a moment.` : `${what}. ${subject.unavailable()}`,
+        { details: { ...subject.details, server, state, reconnecting, lost: true }, cause: err },
       );
     }
-    return rec.conn.client.getPrompt({ name: prompt.rawName, arguments: args }, { signal: opts.signal, timeout: opts.timeoutMs });
-  }
-
-  private async promptWhenConnected(
-    name: string,
-    server: string,
-    ref: AnyActorRef,
-    args: Record<string, string>,
-    opts: CallToolOptions,
-  ): Promise<GetPromptResult> {
-    return this.whenConnected(name, server, ref, opts, (rec, timeout) => {
-      const prompt = this.deps.registry.getPrompt(name);
-      if (!prompt || prompt.server !== server) {
-        throw new McpReconcilerError(ErrorCode.UnknownTool, `Prompt ${name} is no longer provided: MCP server "${server}" connected and its live prompt list does not have it (the cached list was stale).`, {
-          details: { prompt: name, server, stale: true },
-        });
-      }
-      return rec.conn.client.getPrompt({ name: prompt.rawName, arguments: args }, { signal: opts.signal, timeout });
-    });
-  }
-
-  /**
-   * A call that failed because its connection went away (crash, lost session,
-   * removal) as a `tool_unavailable` error saying so — the SDK's own error is a
-   * bare "Connection closed". `undefined` when the connection is still current,
-   * so the caller's own timeouts and aborts pass through unchanged.
-   */
-  private lostDuringCall(toolName: string, server: string, rec: ConnectionRecord, err: unknown): McpReconcilerError | undefined {
-    if (!rec.lost && this.deps.connections.get(server) === rec) return undefined;
-    const ref = this.deps.view.serverActors()[server];
-    const state = ref ? stateNameOf(ref.getSnapshot()) : 'removed';
-    const reconnecting = isInTransit(state) || state === 'connected';
-    const what = `Tool ${toolName} did not complete: MCP server "${server}" lost its connection (${rec.lost?.error ?? 'connection closed'})`;
-    return new McpReconcilerError(
-      ErrorCode.ToolUnavailable,
-      reconnecting ? `${what} and is reconnecting. Try again in a moment.` : `${what}. ${this.deps.view.toolUnavailableMessage(toolName)}`,
-      { details: { tool: toolName, server, state, reconnecting, lost: true }, cause: err },
-    );
   }
 }

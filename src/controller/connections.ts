@@ -4,18 +4,21 @@ import {
   type ConnectInput,
   type ConnectionLostEvent,
   type ConnectOutput,
+  type ErrorReportedEvent,
   type SessionInput,
+  type SubscriptionsEvent,
 } from '../../machines/server.machine.js';
 import type { DesiredMap, DesiredServer } from '../../machines/types.js';
-import type { ListingCache } from '../cache/listing-cache.js';
+import type { CachedListing, ListingCache } from '../cache/listing-cache.js';
 import type { ClientFeatures } from '../connection/client-capabilities.js';
 import { openConnection, type ConnectionEvent, type ConnectOptions, type LiveConnection } from '../connection/connect.js';
-import { processTreeCpuTicks, type ProcessTracker } from '../connection/processes.js';
+import { ownCpuTicks, processTreeCpuTicks, type ProcessTracker } from '../connection/processes.js';
+import { ResourceSubscriptions } from '../connection/subscriptions.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { transportOf } from '../gating/fingerprint.js';
 import type { ToolRegistry } from '../registry/registry.js';
 import { holdWhileStarting, type Semaphore } from './semaphore.js';
-import type { Logger, ServerStateName } from './types.js';
+import type { Logger } from './types.js';
 
 /** How a connection ended; `permanent` when the generation was closed because its listing was rejected. */
 export interface Lost {
@@ -40,6 +43,8 @@ export interface ConnectionRecord {
   fingerprint?: string;
   /** The session actor's channel back into the machine, while `connected`. */
   notify?: (lost: Lost) => void;
+  /** Tells the machine how many resources of the server are subscribed (a subscribed server is never idle-stopped), while `connected`. */
+  syncSubscriptions?: (count: number) => void;
 }
 
 /** What the machine I/O needs from the controller that owns it; getters for what changes over its life. */
@@ -68,22 +73,37 @@ export interface ConnectionsDeps {
   connectStarted(name: string): void;
   /** A server's prompts were re-listed. */
   promptsChanged(): void;
+  /** Tell `name`'s actor about an error that moves it nowhere; its context keeps the last error. */
+  report(name: string, event: ErrorReportedEvent): void;
 }
 
 /**
  * The server machine's I/O (SPEC §5): the injected `connect` and `session`
  * actors and the `dropTools` / `disconnect` / `applyFilter` /
- * `restoreCached` actions, over the connections they open. It also keeps the
- * errors the controller knows beyond the machine's own (`lastError`).
+ * `restoreCached` actions, over the connections they open. Errors it sees
+ * reach the machine: failures as the events that move it, the rest reported
+ * (`ERROR_REPORTED`), so a server's last error lives only in its context.
  */
 export class Connections {
   private readonly live = new Map<string, ConnectionRecord>();
   /** Connections being closed; `closeAll()` waits for every one. */
   private readonly closing = new Set<Promise<unknown>>();
-  /** Errors the machine does not see (a re-list that failed, a filter the registry refused, a lost connection's cause). */
-  private readonly errors = new Map<string, string>();
+  /** Resource conflicts already logged, so a reconnect does not repeat them. */
+  private readonly reportedConflicts = new Set<string>();
+  /** The host's resource subscriptions, sent again to every new connection of their server. */
+  readonly subscriptions: ResourceSubscriptions;
 
-  constructor(private readonly deps: ConnectionsDeps) {}
+  constructor(private readonly deps: ConnectionsDeps) {
+    this.subscriptions = new ResourceSubscriptions({
+      connectionOf: (server) => {
+        const rec = this.live.get(server);
+        return rec && !rec.lost ? rec.conn : undefined;
+      },
+      onCount: (server, count) => this.live.get(server)?.syncSubscriptions?.(count),
+      onError: (message) => deps.logger.warn(message),
+      onListenerError: (err) => deps.logger.warn(`a resource subscriber threw: ${describeError(err)}`),
+    });
+  }
 
   /** {@link serverMachine} with this object's actors and actions provided. */
   provideMachine() {
@@ -112,16 +132,10 @@ export class Connections {
     return [...this.live.values()];
   }
 
-  /** The error the controller last saw for `name` beyond its machine's. */
-  errorOf(name: string): string | undefined {
-    return this.errors.get(name);
-  }
-
-  /** A server actor moved to `state`: keep its machine's error, or forget all when it was removed. */
-  noteState(name: string, state: ServerStateName, machineError: string | undefined): void {
-    // A removed server's errors die with it: a later server of the same name starts clean.
-    if (state === 'removed') this.errors.delete(name);
-    else if (machineError && state !== 'connected') this.errors.set(name, machineError);
+  /** The cached listing of `name`'s desired entry, if any: what the server would serve (for explaining an unavailable one). */
+  cachedListingOf(name: string): CachedListing | undefined {
+    const entry = this.deps.desired()[name];
+    return entry ? this.deps.cache()?.get(entry.fingerprint) : undefined;
   }
 
   /** Close every connection and resolve once every close, started here or earlier, is over (HTTP session DELETE included). */
@@ -135,12 +149,14 @@ export class Connections {
    * A server whose entries the registry took out because another server won
    * their shared prefix (names that sanitise alike) must not keep serving
    * calls: its generation ends like any rejected listing. Deferred, as it is
-   * called from inside a registry commit.
+   * called from inside a registry commit. Without a live connection to end
+   * (dormant, still connecting, reconnecting) the conflict is reported.
    */
   endIfConflicted(server: string): void {
     const conflict = this.deps.registry.conflictOf(server);
-    const rec = conflict ? this.live.get(server) : undefined;
-    if (!conflict || !rec || rec.lost) return;
+    if (!conflict) return;
+    const rec = this.live.get(server);
+    if (!rec || rec.lost) return this.deps.report(server, { type: 'ERROR_REPORTED', error: conflict.message });
     queueMicrotask(() => {
       if (this.live.get(server) === rec && !rec.lost) this.rejectGeneration(server, rec, conflict);
     });
@@ -155,7 +171,7 @@ export class Connections {
     // cannot starve the queue. Remote and in-process connects start no process here.
     const hold =
       transportOf(entry.config) === 'stdio'
-        ? holdWhileStarting(await deps.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks })
+        ? holdWhileStarting(await deps.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks, ownCpuTicks })
         : undefined;
     let conn: LiveConnection;
     try {
@@ -184,18 +200,38 @@ export class Connections {
     }
     // Whole generation or nothing: a listing the registry rejects closes this
     // generation, and the server goes to `failed` (its old tools leave with `live`).
-    const result = deps.registry.commit(name, generation, { tools: conn.tools, prompts: conn.prompts }, filterOf(entry));
+    const result = deps.registry.commit(name, generation, listingOf(conn), filterOf(entry));
     if (!result.ok) {
       this.trackClose(conn.close());
       deps.logger.warn(result.error.message);
       throw rejectedListing(name, result.error);
     }
-    this.errors.delete(name);
-    deps.cache()?.store(entry.fingerprint, name, { tools: conn.tools, prompts: conn.prompts });
+    this.warnResourceConflicts(name);
+    if (conn.resourceError) {
+      // Its tools are fine: the server connects without resources, and says why.
+      deps.logger.warn(`MCP server "${name}": ${conn.resourceError}; its resources are not registered`);
+      deps.report(name, { type: 'ERROR_REPORTED', error: conn.resourceError, generation });
+    }
+    deps.cache()?.store(entry.fingerprint, name, listingOf(conn));
     const previous = this.live.get(name);
     this.live.set(name, { conn, generation, token, fingerprint: entry.fingerprint });
     if (previous && previous.conn !== conn) this.trackClose(previous.conn.close());
+    // Subscriptions outlive connections: this one gets them all (failures are logged, not fatal).
+    void this.subscriptions.resubscribe(name, conn);
     return { generation };
+  }
+
+  /** Log each new resource URI this server shares with another (the owner rule decides; nothing is rejected). */
+  private warnResourceConflicts(name: string): void {
+    for (const c of this.deps.registry.resources.conflictsOf(name)) {
+      const key = JSON.stringify([c.uri, c.servers]);
+      if (this.reportedConflicts.has(key)) continue;
+      this.reportedConflicts.add(key);
+      const shadowed = c.servers.filter((s) => s !== c.owner).map((s) => `"${s}"`).join(', ');
+      this.deps.logger.warn(
+        `resource conflict: MCP servers ${c.servers.map((s) => `"${s}"`).join(', ')} all list ${c.uri}; reads go to "${c.owner}" (first in code-point order) and the copy of ${shadowed} is shadowed. Rename or remove one of the resources, or scope sessions to one server, if that is not what you want.`,
+      );
+    }
   }
 
   /** Remember a closing connection so that `closeAll()` can wait for it (HTTP session DELETE included). */
@@ -216,28 +252,39 @@ export class Connections {
       return;
     }
     if (!rec || rec.token !== token) return; // a late event from an old generation
+    if (e.type === 'resource_updated') return this.subscriptions.updated(name, e.uri);
     void this.relist(name, rec, e.type).catch((err) => {
-      this.errors.set(name, `re-list after ${e.type} failed: ${describeError(err)}`);
+      this.deps.report(name, { type: 'ERROR_REPORTED', error: `re-list after ${e.type} failed: ${describeError(err)}`, generation: rec.generation });
     });
   }
 
-  private async relist(name: string, rec: ConnectionRecord, what: 'tools_changed' | 'prompts_changed'): Promise<void> {
+  private async relist(name: string, rec: ConnectionRecord, what: 'tools_changed' | 'prompts_changed' | 'resources_changed'): Promise<void> {
     const { registry } = this.deps;
     const entry = this.deps.desired()[name];
     if (!entry) return;
+    const store = (): void => {
+      if (rec.fingerprint) this.deps.cache()?.store(rec.fingerprint, name, listingOf(rec.conn));
+    };
     if (what === 'tools_changed') {
       const tools = await rec.conn.listTools();
       if (this.live.get(name) !== rec) return;
       const result = registry.commitTools(name, rec.generation, tools, filterOf(entry));
       if (!result.ok) this.rejectGeneration(name, rec, result.error);
-      else if (rec.fingerprint) this.deps.cache()?.store(rec.fingerprint, name, { tools, prompts: rec.conn.prompts });
-    } else {
+      else store();
+    } else if (what === 'prompts_changed') {
       const prompts = await rec.conn.listPrompts();
       if (this.live.get(name) !== rec) return;
       const result = registry.commitPrompts(name, rec.generation, prompts);
       if (!result.ok) this.rejectGeneration(name, rec, result.error);
-      else if (rec.fingerprint) this.deps.cache()?.store(rec.fingerprint, name, { tools: rec.conn.tools, prompts });
+      else store();
       this.deps.promptsChanged();
+    } else {
+      const listing = await rec.conn.listResources();
+      if (this.live.get(name) !== rec) return;
+      // Resources never reject a generation: a shared URI has an owner, see ResourceRegistry.
+      registry.resources.commit(name, rec.generation, listing);
+      this.warnResourceConflicts(name);
+      store();
     }
   }
 
@@ -253,19 +300,22 @@ export class Connections {
     rec.notify?.(lost);
   }
 
-  private watchSession(name: string, generation: number, sendBack: (e: ConnectionLostEvent) => void): () => void {
+  private watchSession(name: string, generation: number, sendBack: (e: ConnectionLostEvent | SubscriptionsEvent) => void): () => void {
     const rec = this.live.get(name);
     if (!rec || rec.generation !== generation) {
       sendBack({ type: 'CONNECTION_LOST', generation, error: 'connection vanished before it was watched' });
       return () => {};
     }
     rec.notify = (lost) => {
-      this.errors.set(name, lost.error);
       sendBack({ type: 'CONNECTION_LOST', generation, error: lost.error, sessionLost: lost.sessionLost, ...(lost.permanent ? { permanent: true } : {}) });
     };
     if (rec.lost) rec.notify(rec.lost);
+    // The machine's count may be stale (subscriptions changed while it was not connected): set it on every connection.
+    rec.syncSubscriptions = (count) => sendBack({ type: 'SUBSCRIPTIONS', count });
+    rec.syncSubscriptions(this.subscriptions.countOf(name));
     return () => {
       rec.notify = undefined;
+      rec.syncSubscriptions = undefined;
       // Leaving `connected` for any reason ends this generation's connection.
       if (this.live.get(name) === rec) this.live.delete(name);
       this.trackClose(rec.conn.close());
@@ -287,16 +337,24 @@ export class Connections {
   private restoreCached(name: string, entry: DesiredServer, generation: number): void {
     const { registry } = this.deps;
     const listing = this.deps.cache()?.get(entry.fingerprint);
-    if (!listing || registry.toolsOf(name).length > 0 || registry.promptsOf(name).length > 0) return;
+    if (!listing || registry.toolsOf(name).length > 0 || registry.promptsOf(name).length > 0 || registry.resources.resourcesOf(name).length > 0) return;
     const result = registry.commit(name, generation, listing, filterOf(entry), { cached: true });
     // A clash is reported like any listing's; the live listing gets its own try.
-    if (!result.ok) this.deps.logger.debug(`cached listing of "${name}" not registered: ${result.error.message}`);
+    if (!result.ok) {
+      this.deps.logger.debug(`cached listing of "${name}" not registered: ${result.error.message}`);
+      this.deps.report(name, { type: 'ERROR_REPORTED', error: result.error.message });
+    }
   }
 
   private applyFilter(name: string, entry: DesiredServer): void {
     const { error } = this.deps.registry.setFilter(name, filterOf(entry));
-    if (error) this.errors.set(name, error.message);
+    if (error) this.deps.report(name, { type: 'ERROR_REPORTED', error: error.message });
   }
+}
+
+/** Everything a connection listed, as the registry and the cache take it. */
+function listingOf(conn: LiveConnection): CachedListing {
+  return { tools: conn.tools, prompts: conn.prompts, resources: conn.resources, resourceTemplates: conn.resourceTemplates };
 }
 
 /** The error a rejected listing ends its generation with: permanent, so the server rests in `failed`. */

@@ -1,7 +1,7 @@
 import { availableParallelism, homedir } from 'node:os';
 import path from 'node:path';
 import { createActor, type Actor, type AnyActorRef, type InspectionEvent, type StateValue } from 'xstate';
-import type { CallToolResult, GetPromptResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { reconcilerMachine } from '../../machines/reconciler.machine.js';
 import { isInTransit, isStartingSlowly, reasonOf, stateNameOf } from '../../machines/reason.js';
 import type { DesiredMap, DesiredServer, ServerConfig } from '../../machines/types.js';
@@ -33,6 +33,10 @@ import type {
   McpControllerEvents,
   McpControllerOptions,
   Reason,
+  RegisteredResource,
+  RegisteredResourceTemplate,
+  ResourceOptions,
+  ResourceUpdateListener,
   ServerStateName,
   ServerStatus,
 } from './types.js';
@@ -66,7 +70,7 @@ export class McpController {
   private readonly calls: Calls;
   private readonly semaphore: Semaphore;
   private readonly coalescer: ReloadCoalescer;
-  /** The machines' I/O: connect and session actors, their connections, the errors the machines do not see. */
+  /** The machines' I/O: connect and session actors and their connections. */
   private readonly connections: Connections;
   private readonly stateCache = new Map<string, ServerStateName>();
   private readonly transitionKeys = new Map<string, string>();
@@ -82,6 +86,8 @@ export class McpController {
   private readonly auth: AuthHooks;
   /** Roots offered to servers; `undefined` when the host turned roots off. */
   private roots: Root[] | undefined;
+  /** Servers a host holds ({@link hold}), and the actor each was last told: a re-spawned actor is told again. */
+  private readonly holds = new Map<string, AnyActorRef | undefined>();
 
   constructor(private readonly options: McpControllerOptions) {
     this.logger = { ...silentLogger, ...(options.logger ?? {}) };
@@ -89,7 +95,11 @@ export class McpController {
     this.env = options.env ?? process.env;
     this.root = path.resolve(options.cwd);
     this.tracker = new ProcessTracker({ graceMs: options.killGraceMs ?? 2_000 });
-    this.semaphore = new Semaphore(options.connectConcurrency ?? DEFAULT_CONNECT_CONCURRENCY);
+    // An explicit concurrency is kept as given; the default adapts to how heavy starts are (issue 16).
+    this.semaphore =
+      options.connectConcurrency !== undefined
+        ? new Semaphore(options.connectConcurrency)
+        : new Semaphore(DEFAULT_CONNECT_CONCURRENCY, { cores: availableParallelism() });
     // An explicit source list needs no preset (and an unknown preset name then is no error).
     const preset: Preset | undefined = options.sources
       ? undefined
@@ -123,7 +133,7 @@ export class McpController {
         // Captured once and immutable.
         cliBound: options.cliAllowedServerNames ? Object.freeze([...options.cliAllowedServerNames]) : undefined,
         isTrustedFolder: options.isTrustedFolder,
-        sendConfig: (desired, gating) => this.actor.send({ type: 'CONFIG', desired, gating }),
+        send: (event) => this.actor.send(event),
         root: () => this.root,
         cache: () => this.cache,
         disposing: () => this.disposing !== undefined,
@@ -148,6 +158,7 @@ export class McpController {
       fetchFor: (name, entry) => this.auth.oauth.fetchFor(name, entry),
       connectStarted: (name) => this.auth.connectStarted(name),
       promptsChanged: () => this.emitClientUpdate(),
+      report: (name, event) => this.view.serverActors()[name]?.send(event),
     });
     this.auth = new AuthHooks({
       options,
@@ -175,12 +186,14 @@ export class McpController {
       if (change.removed.length > 0 || change.prompts.removed.length > 0) this.connections.endIfConflicted(change.server);
       this.emitClientUpdate();
     });
+    this.registry.resources.onChange((change) => this.emitter.emit('resources-changed', change));
 
     const server = this.connections.provideMachine();
     const lifecycle = {
       ...(options.startup ? { startup: options.startup } : {}),
       ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
       startTimeoutMs: options.connectTimeoutMs ?? 30_000,
+      ...(options.onDemand ? { onDemand: true } : {}),
     };
     this.actor = createActor(reconcilerMachine.provide({ actors: { server } }), {
       input: { desired: {}, gating: { excluded: [], trusted: true, approvals: {} }, backoff: options.backoff, lifecycle },
@@ -190,7 +203,6 @@ export class McpController {
       actor: this.actor,
       registry: this.registry,
       connections: this.connections,
-      removed: () => this.state.removed,
       desired: () => this.state.desired,
     });
     this.calls = new Calls({
@@ -304,8 +316,10 @@ export class McpController {
     const snapshot = ev.snapshot as { machine?: { id?: string } };
     if (snapshot.machine?.id !== 'server') return;
     const name = (ev.actorRef as AnyActorRef).id;
+    // A held server's new actor (first spawn, re-added, replaced) is held too; the event is queued, never nested.
+    if (this.holds.has(name) && this.holds.get(name) !== ev.actorRef) this.tellHold(name, ev.actorRef as AnyActorRef);
     const state = stateNameOf(ev.snapshot as never);
-    const ctx = (ev.snapshot as unknown as { context: { generation: number; attempt: number; lastError?: string } }).context;
+    const ctx = (ev.snapshot as unknown as { context: { generation: number; attempt: number } }).context;
     // Every transition counts (SPEC §9), including the sub-states of `reconnecting`
     // and a new generation; a snapshot that only changed context otherwise does not.
     const path = statePath((ev.snapshot as unknown as { value: StateValue }).value);
@@ -314,7 +328,6 @@ export class McpController {
     this.transitionKeys.set(name, key);
     const previous = this.stateCache.get(name);
     this.stateCache.set(name, state);
-    this.connections.noteState(name, state, ctx.lastError);
     this.auth.onState(name, state);
     this.emitter.emit('server-state', {
       name,
@@ -417,6 +430,50 @@ export class McpController {
   async getPrompt(name: string, args: Record<string, string> = {}, opts: CallToolOptions = {}): Promise<GetPromptResult> {
     this.assertLive();
     return this.calls.getPrompt(name, args, opts);
+  }
+
+  /**
+   * The resources of the connected (and dormant, cached) servers, URIs as
+   * the servers list them. A URI several servers list appears once: its
+   * owner is the first of them in code-point order (a `resources-changed`
+   * event and a logged warning report the conflict). `servers` narrows the
+   * servers considered (a gateway session's scope), and the owner is picked
+   * among them. Servers that are not admitted list nothing.
+   */
+  resources(servers?: Iterable<string>): RegisteredResource[] {
+    return this.calls.resources(servers);
+  }
+
+  /** The resource templates of the same servers, one per URI template with the same owner rule as {@link resources}. */
+  resourceTemplates(servers?: Iterable<string>): RegisteredResourceTemplate[] {
+    return this.calls.resourceTemplates(servers);
+  }
+
+  /**
+   * Read a resource from the server that owns `uri` (listed, else a
+   * matching template; see {@link resources}). A dormant server is started
+   * and a connecting one waited for, like {@link callTool}. Fails with
+   * `tool_unavailable` and the reason (and fix) when the owner cannot answer
+   * now — or when only an unavailable server is known to list `uri` (its
+   * cached listing) — and with `unknown_tool` when no server has it.
+   */
+  async readResource(uri: string, opts: ResourceOptions = {}): Promise<ReadResourceResult> {
+    this.assertLive();
+    return this.calls.readResource(uri, opts);
+  }
+
+  /**
+   * Subscribe to `notifications/resources/updated` of `uri` on its owner
+   * (which must declare `resources.subscribe`). Resolves once the server
+   * accepted, with the unsubscribe function. The subscription outlives
+   * reconnects and idle stops: it is sent again to each new connection of
+   * that server. A server with a subscription is never idle-stopped; after
+   * the last unsubscribe `idleTimeoutMs` applies again. Fails like
+   * {@link readResource}.
+   */
+  async subscribeResource(uri: string, onUpdated: ResourceUpdateListener, opts: ResourceOptions = {}): Promise<() => Promise<void>> {
+    this.assertLive();
+    return this.calls.subscribeResource(uri, onUpdated, opts);
   }
 
   // ── user decisions and runtime edits ───────────────────────────────────
@@ -538,6 +595,39 @@ export class McpController {
   /** PIDs of every live stdio child (for tests and leak checks). */
   pids(): number[] {
     return this.tracker.pids();
+  }
+
+  /**
+   * Hold `server` running for a host (the gateway: a session whose scope
+   * names it). A `dormant` held server starts (a `lazy` one with cached
+   * tools on its first call), and a held server is never idle-stopped.
+   * Holding passes no gate: a server waiting for approval, rejected,
+   * excluded, … stays so, and starts once admitted. A name not configured
+   * yet is held when it appears. Idempotent.
+   */
+  hold(server: string): void {
+    this.assertLive();
+    if (this.holds.has(server)) return;
+    this.holds.set(server, undefined);
+    const ref = this.view.serverActors()[server];
+    if (ref) this.tellHold(server, ref);
+  }
+
+  /**
+   * Let go of a server held with {@link hold}: once it is connected with no
+   * call for its idle timeout (its `idleTimeoutMs`, else the controller's),
+   * it is stopped into `dormant`, its tools staying registered; a new hold
+   * before then keeps it running. Idempotent; a no-op after `dispose()`.
+   */
+  release(server: string): void {
+    if (!this.holds.delete(server) || this.disposing) return;
+    const ref = this.view.serverActors()[server];
+    if (ref?.getSnapshot().status === 'active') ref.send({ type: 'RELEASE' });
+  }
+
+  private tellHold(server: string, ref: AnyActorRef): void {
+    this.holds.set(server, ref);
+    if (ref.getSnapshot().status === 'active') ref.send({ type: 'HOLD' });
   }
 }
 

@@ -1,4 +1,4 @@
-import deepEqual from 'fast-deep-equal';
+import { sameEntry, type ReconcilerEvent } from '../../machines/reconciler.machine.js';
 import type { DesiredMap, DesiredServer, GatingState, ServerConfig } from '../../machines/types.js';
 import { promptableServers } from '../approvals/promptable.js';
 import type { ListingCache } from '../cache/listing-cache.js';
@@ -9,6 +9,7 @@ import { parseServerConfig } from '../config/schema.js';
 import type { ConfigIssue } from '../config/sources.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { computeGating, type ComputedGating } from '../gating/compute.js';
+import { gatingEqual, serversEqual } from '../gating/equality.js';
 import type { Decisions } from './decisions.js';
 import type { SafeEmitter } from './emitter.js';
 import type { Logger, McpControllerEvents } from './types.js';
@@ -22,8 +23,8 @@ export interface DesiredStateDeps {
   /** The host's `--allowed-mcp-server-names`. */
   cliBound: readonly string[] | undefined;
   isTrustedFolder: (() => boolean | Promise<boolean>) | undefined;
-  /** Send the reconciler a new desired map and gating. */
-  sendConfig(desired: DesiredMap, gating: GatingState): void;
+  /** Send the reconciler an event (CONFIG, GATING, APPROVAL or TRUST). */
+  send(event: ReconcilerEvent): void;
   /** The workspace root, canonical once started. */
   root(): string;
   /** The listing cache, once started. */
@@ -33,20 +34,71 @@ export interface DesiredStateDeps {
   reread(): void;
 }
 
+/** What the reconciler was last sent: its desired map and gating. */
+export interface ReconcilerLevels {
+  desired: DesiredMap;
+  gating: GatingState;
+}
+
+/** The configs of a desired map, for `serversEqual`. */
+function configsOf(desired: DesiredMap): Record<string, ServerConfig> {
+  return Object.fromEntries(Object.entries(desired).map(([name, d]) => [name, d.config]));
+}
+
 /**
- * The config → machines side of the controller (SPEC §3): reads the config
- * files plus the runtime and sdk servers, computes gating, and sends the
- * reconciler the difference, level-based — a reconcile that finds nothing
- * new sends nothing.
+ * Whether the reconciler would see another desired map: other configs
+ * (`serversEqual`, SPEC §2.4), or an entry whose provenance, hashes or
+ * start-up settings moved (`sameEntry`, what the reconciler itself compares;
+ * an approval is bound to the hash, so it must never go stale).
+ */
+function desiredChanged(a: DesiredMap, b: DesiredMap): boolean {
+  if (!serversEqual(configsOf(a), configsOf(b))) return true;
+  return Object.keys(b).some((name) => !Object.hasOwn(a, name) || !sameEntry(a[name]!, b[name]!));
+}
+
+/** Names whose approval decision (hash or verdict) differs, sorted. */
+function changedApprovals(a: GatingState['approvals'], b: GatingState['approvals']): string[] {
+  const names = new Set([...Object.keys(a), ...Object.keys(b)]);
+  return [...names].filter((n) => a[n]?.hash !== b[n]?.hash || a[n]?.decision !== b[n]?.decision).sort();
+}
+
+/**
+ * The events that take the reconciler from `prev` to `next` (SPEC §3),
+ * each naming what changed: `CONFIG` when the desired map changed (it
+ * carries the gating too); else `TRUST` when only the folder's trust
+ * changed, one `APPROVAL` per name when only decisions changed, `GATING`
+ * when the `allowed` / `excluded` lists changed (`gatingEqual`) or several
+ * kinds did at once (it carries the whole gating). Nothing when nothing
+ * changed; always `CONFIG` when nothing was sent yet. Pure.
+ */
+export function reconcilerEvents(prev: ReconcilerLevels | undefined, next: ReconcilerLevels): ReconcilerEvent[] {
+  if (!prev || desiredChanged(prev.desired, next.desired)) return [{ type: 'CONFIG', desired: next.desired, gating: next.gating }];
+  const a = prev.gating;
+  const b = next.gating;
+  const listsChanged = !gatingEqual({ allowed: a.allowed, excluded: a.excluded }, { allowed: b.allowed, excluded: b.excluded });
+  const trustChanged = a.trusted !== b.trusted;
+  const decided = changedApprovals(a.approvals, b.approvals);
+  const kinds = Number(listsChanged) + Number(trustChanged) + Number(decided.length > 0);
+  if (kinds === 0) return [];
+  if (kinds > 1 || listsChanged) return [{ type: 'GATING', gating: b }];
+  if (trustChanged) return [{ type: 'TRUST', trusted: b.trusted }];
+  return decided.map((name) => ({ type: 'APPROVAL', name, decision: b.approvals[name] }));
+}
+
+/**
+ * The config → machines side of the controller (SPEC §3), and the one place
+ * that sends to the reconciler: reads the config files plus the runtime and
+ * sdk servers, computes gating, and sends the reconciler the difference,
+ * level-based, as the event that names it (see {@link reconcilerEvents}) —
+ * a reconcile that finds nothing new sends nothing.
  */
 export class DesiredState {
   private current: DesiredMap = {};
   private gating: ComputedGating | undefined;
   private readonly runtimeServers: Record<string, ServerConfig> = {};
   private readonly sdkServers: Record<string, ServerConfig> = {};
-  private lastSentKey: unknown = undefined;
+  private lastSent: ReconcilerLevels | undefined;
   private lastIssuesKey = '[]';
-  private readonly removedNames = new Set<string>();
   private count = 0;
 
   constructor(
@@ -64,11 +116,6 @@ export class DesiredState {
   /** The gating computed by the last reconcile. */
   get computed(): ComputedGating | undefined {
     return this.gating;
-  }
-
-  /** Servers once sent to the machines and no longer configured. */
-  get removed(): ReadonlySet<string> {
-    return this.removedNames;
   }
 
   /** How many reconciles sent something to the machines. */
@@ -112,24 +159,12 @@ export class DesiredState {
     });
     this.current = desired;
     this.gating = computed;
-    for (const name of Object.keys(desired)) this.removedNames.delete(name);
 
-    const key = {
-      servers: Object.fromEntries(
-        Object.entries(desired).map(([n, d]) => [
-          n,
-          // startup / idleTimeoutMs are outside both hashes (no new approval), so they are compared here.
-          { scope: d.scope, source: d.source, hash: d.hash, fingerprint: d.fingerprint, startup: d.config.startup, idleTimeoutMs: d.config.idleTimeoutMs },
-        ]),
-      ),
-      gating: computed.gating,
-    };
-    if (deepEqual(key, this.lastSentKey)) return;
-    for (const name of Object.keys((this.lastSentKey as typeof key | undefined)?.servers ?? {})) {
-      if (!(name in desired)) this.removedNames.add(name);
-    }
-    this.lastSentKey = key;
-    deps.sendConfig(desired, computed.gating);
+    const events = reconcilerEvents(this.lastSent, { desired, gating: computed.gating });
+    if (events.length === 0) return;
+    // Gating events leave the reconciler's desired map as it was: compare the next read with that.
+    this.lastSent = { desired: events[0]!.type === 'CONFIG' ? desired : this.lastSent!.desired, gating: computed.gating };
+    for (const event of events) deps.send(event);
     this.count++;
     deps.emitter.emit('reconciled', { count: this.count, servers: Object.keys(desired) });
     // Strictly pending from the store (never a name diff), and only servers that would

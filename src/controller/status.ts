@@ -1,5 +1,6 @@
-import type { AnyActorRef } from 'xstate';
+import type { Actor, AnyActorRef } from 'xstate';
 import { publicStatusOf, reasonOf, stateNameOf } from '../../machines/reason.js';
+import type { reconcilerMachine } from '../../machines/reconciler.machine.js';
 import type { DesiredMap, DesiredServer } from '../../machines/types.js';
 import { transportOf } from '../gating/fingerprint.js';
 import { sanitiseNamePart } from '../registry/naming.js';
@@ -10,23 +11,38 @@ import type { Reason, ServerStateName, ServerStatus } from './types.js';
 
 /** What the status view reads; getters for what changes over the controller's life. */
 export interface StatusSources {
-  /** The reconciler actor, whose children are the server actors. */
-  actor: { getSnapshot(): { children: unknown } };
+  /** The reconciler actor: its children are the server actors, its context remembers removed servers. */
+  actor: Pick<Actor<typeof reconcilerMachine>, 'getSnapshot' | 'subscribe'>;
   registry: ToolRegistry;
   connections: Connections;
-  /** Servers removed from the config since they were last seen. */
-  removed(): ReadonlySet<string>;
   /** The desired map as last reconciled. */
   desired(): DesiredMap;
 }
 
 /**
  * Status rows and the reasons a server or tool is unavailable (SPEC §7),
- * read from the server actors, the registry and the connections; it holds no
- * state of its own.
+ * read from the actors (states, last errors, removed names), the registry and
+ * the connections; the one thing it keeps is the reconciler's `removed` list
+ * as it was before disposal.
  */
 export class StatusView {
-  constructor(private readonly src: StatusSources) {}
+  /** `removed` of the last running reconciler snapshot. */
+  private removedBeforeDispose: readonly string[] = [];
+
+  constructor(private readonly src: StatusSources) {
+    // DISPOSE puts every server into the reconciler's `removed`, but a disposed
+    // controller's servers were not removed from the config: after it, status
+    // keeps showing the names removed before.
+    src.actor.subscribe((snap) => {
+      if (snap.status === 'active') this.removedBeforeDispose = snap.context.removed;
+    });
+  }
+
+  /** Servers removed from the config (SPEC §3.1), from the reconciler's context. */
+  removed(): readonly string[] {
+    const snap = this.src.actor.getSnapshot();
+    return snap.status === 'active' ? snap.context.removed : this.removedBeforeDispose;
+  }
 
   /** The live server actors by name. */
   serverActors(): Record<string, AnyActorRef> {
@@ -64,14 +80,14 @@ export class StatusView {
         prompts: registry.promptsOf(name).map((p) => p.name),
         skippedTools: registry.skippedOf(name),
         cached: registry.toolsOf(name).some((t) => t.cached === true) || registry.promptsOf(name).some((p) => p.cached === true),
-        lastError: this.lastErrorOf(name),
+        lastError: ctx.lastError,
         generation: ctx.generation,
         attempt: ctx.attempt,
         pid: connections.get(name)?.conn.pid,
         transport: connections.get(name)?.conn.transportType ?? transportOf(ctx.entry.config),
       });
     }
-    for (const name of this.src.removed()) {
+    for (const name of this.removed()) {
       if (name in actors) continue;
       rows.push({
         name,
@@ -94,25 +110,24 @@ export class StatusView {
     return rows.sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  /** The most specific error known for a live server actor: a registry conflict, then the controller's, then the machine's. */
+  /** The last error of a live server actor, from its context (the controller reports its errors there). */
   lastErrorOf(name: string): string | undefined {
     const ref = this.serverActors()[name];
-    const ctx = ref?.getSnapshot().context as { lastError?: string } | undefined;
-    return this.src.registry.conflictOf(name)?.message ?? this.src.connections.errorOf(name) ?? ctx?.lastError;
+    return (ref?.getSnapshot().context as { lastError?: string } | undefined)?.lastError;
   }
 
   /** Why `server` is unavailable, from its actor's state only; `undefined` when fine or unknown. */
   unavailableReason(server: string): Reason | undefined {
     const ref = this.serverActors()[server];
     if (ref) return reasonOf(ref.getSnapshot());
-    return this.src.removed().has(server) ? 'removed' : undefined;
+    return this.removed().includes(server) ? 'removed' : undefined;
   }
 
   /** The configured (or removed) server a `mcp__<server>__<tool>` name belongs to, by the longest matching sanitised prefix. */
   serverOfTool(toolName: string): string | undefined {
     const registered = this.src.registry.getTool(toolName);
     if (registered) return registered.server;
-    const known = new Set([...Object.keys(this.serverActors()), ...this.src.removed(), ...Object.keys(this.src.desired())]);
+    const known = new Set([...Object.keys(this.serverActors()), ...this.removed(), ...Object.keys(this.src.desired())]);
     let best: string | undefined;
     for (const name of known) {
       if (toolName.startsWith(`mcp__${sanitiseNamePart(name)}__`) && (!best || name.length > best.length)) best = name;
@@ -148,7 +163,7 @@ export class StatusView {
     if (registered) return `Tool ${toolName} is available (server "${server}" is connected).`;
     const skipped = registry.skippedOf(server).find((s) => toolName.endsWith(`__${s.rawName}`));
     if (skipped) return `Tool ${toolName} of MCP server "${server}" is not registered: ${skipped.reason}.`;
-    const err = this.src.connections.errorOf(server);
+    const err = this.lastErrorOf(server);
     return `MCP server "${server}" is connected but does not provide ${toolName}${err ? ` (${err})` : ''}. Its tools: ${registry.toolsOf(server).map((t) => t.name).join(', ') || 'none'}.`;
   }
 }

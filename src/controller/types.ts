@@ -6,6 +6,7 @@ import type { Preset } from '../config/presets.js';
 import type { ApprovalStore } from '../approvals/store.js';
 import type { EnvPolicy } from '../connection/env.js';
 import type { RegisteredPrompt, RegisteredTool, SkippedTool } from '../registry/registry.js';
+import type { ResourceChange } from '../registry/resources.js';
 import type { ElicitationHandler, SamplingHandler } from '../connection/client-capabilities.js';
 import type { AuthorizationUrlHandler } from '../auth/manager.js';
 import type { AuthorizationGrantHandler } from '../auth/cross-app-access.js';
@@ -95,7 +96,11 @@ export interface McpControllerOptions {
   backoff?: Partial<BackoffPolicy>;
   /** Connect/list timeout when a server sets none. Default 30 000. */
   connectTimeoutMs?: number;
-  /** How many servers connect at once. */
+  /**
+   * How many server processes start at once. Default: 2 × cores, rising
+   * (up to 64) while starts prove light, so cheap servers are not queued
+   * behind a limit meant for heavy ones; a number given here is kept as is.
+   */
   connectConcurrency?: number;
   /** Watch the source files and reload on change. Default true. */
   watch?: boolean;
@@ -131,6 +136,13 @@ export interface McpControllerOptions {
    * stopped and goes `dormant`, its tools staying registered. Default: never.
    */
   idleTimeoutMs?: number;
+  /**
+   * Start servers on demand only (the gateway): an admitted server rests in
+   * `dormant` (cached tools registered, no process) until a host holds it
+   * with `hold()` or a call needs it; released, it idle-stops after
+   * `idleTimeoutMs`. Default false: admitted servers start as `startup` says.
+   */
+  onDemand?: boolean;
   logger?: Partial<Logger>;
   /**
    * Answers servers' `elicitation/create` requests (form and URL mode). Form
@@ -196,6 +208,13 @@ export interface McpControllerEvents {
   'client-update': { status: ServerStatus[] };
   /** After each reconcile that sent something to the machines. */
   reconciled: { count: number; servers: string[] };
+  /**
+   * One server's resources (URIs) or resource templates appeared,
+   * disappeared or changed definition; `conflicts` lists the URIs it shares
+   * with another server after the change (one owner reads them, see
+   * {@link McpController.resources}).
+   */
+  'resources-changed': ResourceChange;
 }
 
 /**
@@ -210,4 +229,19 @@ export interface CallToolOptions {
   onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
 }
 
+/**
+ * Options of {@link McpController.readResource} and
+ * {@link McpController.subscribeResource}. `servers` narrows which servers
+ * may own the URI (a gateway session's scope): of those listing it, the
+ * first in code-point order answers. `timeoutMs` and `signal` work as for a
+ * tool call, including the wait for a dormant server to start.
+ */
+export interface ResourceOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  servers?: Iterable<string>;
+}
+
 export type { RegisteredTool, RegisteredPrompt, CallToolResult, DesiredServer };
+export type { RegisteredResource, RegisteredResourceTemplate, ResourceChange, ResourceConflict } from '../registry/resources.js';
+export type { ResourceUpdate, ResourceUpdateListener } from '../connection/subscriptions.js';

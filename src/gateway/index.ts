@@ -1,9 +1,20 @@
 /**
  * The gateway (`mcp-reconciler serve`): the live registry of one controller
  * served as an MCP server over stdio and streamable HTTP, with per-session
- * scopes over one shared server pool.
+ * scopes over one shared, reference-counted server pool and configurable names.
  */
-export { GatewayPool, type GatewayPoolOptions, type PoolSession, type SessionListener } from './pool.js';
+export { GatewayPool, GATEWAY_IDLE_TIMEOUT_MS, type GatewayPoolOptions, type PoolSession, type SessionListener } from './pool.js';
+export {
+  GatewayNames,
+  gatewayName,
+  validateSeparator,
+  describeCollision,
+  DEFAULT_SEPARATOR,
+  CLIENT_TOOL_NAME_PATTERN,
+  MAX_SEPARATOR_LENGTH,
+  type NameCollision,
+  type NamingSource,
+} from './naming.js';
 export { createSessionServer, GATEWAY_INFO, type GatewaySession, type SessionServerOptions } from './server.js';
 export { serveStdio, type StdioGateway, type StdioGatewayOptions } from './stdio.js';
 export { startHttpGateway, MCP_PATH, type HttpGateway, type HttpGatewayOptions } from './http.js';

@@ -1,12 +1,19 @@
 /**
  * The gateway's shared server pool: one controller (so one process or
  * connection per managed server, whatever the number of client sessions),
- * the sessions attached to it with their scopes, and the fan-out of registry
- * changes to the sessions whose scope they touch.
+ * the sessions attached to it with their scopes, reference counts, the
+ * gateway's names, and the fan-out of registry changes to the sessions
+ * whose scope they touch.
+ *
+ * Reference counts: a server is held (`controller.hold`) while at least one
+ * session's scope includes it, and released when the last such session
+ * leaves; the controller then stops it into `dormant` after its idle
+ * timeout, unless a session holds it again first. With a controller created
+ * `onDemand` (as `serve` does), a server no session names never starts.
  *
  * Admission stays the controller's alone: approvals and gating are applied
- * before any server starts, for every session alike; a session's scope only
- * narrows what it sees.
+ * before any server starts, for every session alike; holding a server passes
+ * no gate, and a session's scope only narrows what it sees.
  */
 import { randomUUID } from 'node:crypto';
 import { ErrorCode as McpErrorCode, McpError, type CreateMessageRequest, type CreateMessageResult, type RequestId } from '@modelcontextprotocol/sdk/types.js';
@@ -14,7 +21,19 @@ import type { McpController } from '../controller.js';
 import type { ElicitationAnswer, ElicitationRequest } from '../connection/client-capabilities.js';
 import type { RegisteredPrompt } from '../registry/registry.js';
 import { describeError } from '../errors.js';
+import { DEFAULT_SEPARATOR, describeCollision, GatewayNames } from './naming.js';
 import { inScope, type SessionScope } from './scope.js';
+
+/**
+ * How long a server keeps running after the last session using it left,
+ * when neither its config (`idleTimeoutMs`) nor `serve --idle-timeout` says:
+ * long enough for a client that reconnects (a reloaded editor window) to find
+ * it still running.
+ */
+export const GATEWAY_IDLE_TIMEOUT_MS = 300_000;
+
+/** How long a session's first request waits for the servers its attach started (like `start()`'s default). */
+const SESSION_READY_TIMEOUT_MS = 10_000;
 
 /** How a server-to-client request reaches a session: its abort signal and the client call it belongs to. */
 export interface ForwardOptions {
@@ -45,13 +64,22 @@ export interface PoolSession {
 
 /** Options of {@link GatewayPool}. */
 export interface GatewayPoolOptions {
-  /** Where problems of the pool itself are reported (default: nowhere). */
+  /** Where problems of the pool itself, and name collisions, are reported (default: nowhere). */
   onError?: (message: string) => void;
+  /**
+   * Between `mcp`, the server and the tool in gateway names: `mcp<sep><server><sep><tool>`.
+   * Default `__` (the registry's names, unchanged). 1 to 8 of `A-Za-z0-9_-`,
+   * since clients pass tool names to model APIs that accept only those; a
+   * usage error otherwise.
+   */
+  separator?: string;
 }
 
 interface SessionEntry {
   session: PoolSession;
   listener: SessionListener;
+  /** Settles once the servers this session's attach started are connected (or fail, or time out). */
+  ready?: Promise<void>;
 }
 
 /**
@@ -61,23 +89,45 @@ interface SessionEntry {
  * too, so a pool nobody started starts with its first request.
  */
 export class GatewayPool {
+  /** The gateway's names of the registry's tools and prompts, both ways. */
+  readonly names: GatewayNames;
   private starting: Promise<void> | undefined;
   private readonly sessions = new Map<string, SessionEntry>();
   private readonly unsubscribe: Array<() => void> = [];
   private promptKeys = new Map<string, string>();
   /** Calls in flight, oldest first: who to ask when a server elicits or samples during a call. */
   private readonly calls: Array<{ sessionId: string; server: string; requestId: RequestId }> = [];
+  /** Servers the pool holds in the controller: those with at least one session. */
+  private readonly held = new Set<string>();
   private closed = false;
 
   constructor(
     readonly controller: McpController,
     private readonly options: GatewayPoolOptions = {},
   ) {
+    const separator = options.separator ?? DEFAULT_SEPARATOR;
+    this.names = new GatewayNames(
+      {
+        tools: () => controller.tools(),
+        prompts: () => controller.prompts(),
+        servers: () => controller.status().map((r) => r.name),
+      },
+      separator,
+      (c) => options.onError?.(`warning: ${describeCollision(c, separator)}`),
+    );
     this.unsubscribe.push(
-      controller.on('tools-changed', (e) => this.fanOut(e.server, 'tools')),
+      controller.on('tools-changed', (e) => {
+        this.names.invalidate();
+        this.fanOut(e.server, 'tools');
+      }),
       // Prompts have no event of their own: every registry change also ends in a
       // client-update, and comparing the prompt listing per server finds theirs.
-      controller.on('client-update', () => this.checkPrompts()),
+      controller.on('client-update', () => {
+        this.names.invalidate();
+        this.checkPrompts();
+      }),
+      // A server that appears (config edit) is held at once if a session's scope has it.
+      controller.on('server-state', (e) => this.syncHolds([e.name])),
     );
   }
 
@@ -105,11 +155,71 @@ export class GatewayPool {
       scope,
       transport,
       release: () => {
-        this.sessions.delete(id);
+        if (!this.sessions.delete(id)) return;
+        this.syncHolds(this.namesOf(scope));
       },
     };
-    if (!this.closed) this.sessions.set(id, { session, listener });
+    if (this.closed) return session;
+    this.sessions.set(id, { session, listener });
+    this.syncHolds(this.namesOf(scope));
     return session;
+  }
+
+  /**
+   * Wait until the servers a session's attach started have connected (or
+   * failed, or started slowly), at most 10 s, after the pool started: so a
+   * session's first `tools/list` has their tools. Never rejects.
+   */
+  async ready(sessionId: string): Promise<void> {
+    await this.start();
+    const entry = this.sessions.get(sessionId);
+    if (!entry) return;
+    entry.ready ??= this.untilStarted(entry.session.scope);
+    await entry.ready;
+  }
+
+  private untilStarted(scope: SessionScope): Promise<void> {
+    // `connecting` is where a hold sends a server; past its start timeout it counts as settled, like for start().
+    const starting = (): boolean =>
+      this.controller.status().some((r) => r.state === 'connecting' && r.reason !== 'starting_slowly' && inScope(scope, r.name));
+    if (!starting()) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        off();
+        resolve();
+      };
+      // Unref'd: a gateway shutting down must not wait for it.
+      const timer = setTimeout(done, SESSION_READY_TIMEOUT_MS).unref();
+      const off = this.controller.on('server-state', () => {
+        if (!starting()) done();
+      });
+    });
+  }
+
+  /** Names a scope covers now: its own, or every server known (an unscoped session's). */
+  private namesOf(scope: SessionScope): Iterable<string> {
+    return scope ?? [...this.held, ...this.controller.status().map((r) => r.name)];
+  }
+
+  /** Hold what some session's scope includes and release the rest, among `names`. */
+  private syncHolds(names: Iterable<string>): void {
+    if (this.closed) return;
+    for (const name of new Set(names)) {
+      const wanted = [...this.sessions.values()].some((e) => inScope(e.session.scope, name));
+      if (wanted === this.held.has(name)) continue;
+      try {
+        if (wanted) {
+          this.held.add(name);
+          this.controller.hold(name);
+        } else {
+          this.held.delete(name);
+          this.controller.release(name);
+        }
+      } catch (err) {
+        this.options.onError?.(`${wanted ? 'holding' : 'releasing'} "${name}": ${describeError(err)}`);
+      }
+    }
   }
 
   /**
@@ -165,7 +275,8 @@ export class GatewayPool {
   /**
    * How many sessions use each live server (reference counts; an unscoped
    * session counts for every server). The processes themselves are one per
-   * server whatever these counts are.
+   * server whatever these counts are; a server whose count is 0 is stopped
+   * after its idle timeout.
    */
   usage(): Record<string, number> {
     const out: Record<string, number> = {};
@@ -176,11 +287,16 @@ export class GatewayPool {
     return out;
   }
 
-  /** Stop fanning out and detach every session; the controller is the owner's to dispose. */
+  /**
+   * Stop fanning out, detach every session and release their servers; the
+   * controller is the owner's to dispose.
+   */
   close(): void {
     this.closed = true;
     for (const off of this.unsubscribe.splice(0)) off();
     this.sessions.clear();
+    for (const name of this.held) this.controller.release(name);
+    this.held.clear();
   }
 
   private fanOut(server: string, what: 'tools' | 'prompts'): void {

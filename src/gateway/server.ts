@@ -20,6 +20,7 @@ import {
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import type { GatewayPool, PoolSession } from './pool.js';
 import { describeScope, inScope, type SessionScope } from './scope.js';
+import { serveResources } from './resources.js';
 
 /** The gateway's name and version in `initialize`. */
 export const GATEWAY_INFO = Object.freeze({ name: 'mcp-reconciler', version: '0.1.0' });
@@ -65,7 +66,7 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
   const server = new Server(GATEWAY_INFO, {
     capabilities: { tools: { listChanged: true }, prompts: { listChanged: true } },
     instructions:
-      'Tools of the MCP servers managed by mcp-reconciler, named mcp__<server>__<tool>. The list follows the workspace config live; ' +
+      `Tools of the MCP servers managed by mcp-reconciler, named ${pool.names.pattern}. The list follows the workspace config live; ` +
       'a tool whose server is unavailable answers with the reason and the fix.',
   });
 
@@ -102,13 +103,15 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
     sample: (request, opts) => (server.getClientCapabilities()?.sampling ? (server.createMessage(request, opts) as Promise<CreateMessageResult>) : undefined),
   });
 
+  const resources = serveResources(server, pool, { sessionId: session.id, scope, timeoutMs: callTimeoutMs });
+  const { names } = pool;
   server.setRequestHandler(ListToolsRequestSchema, async () => {
-    await pool.start();
-    const tools: Tool[] = controller
+    await pool.ready(session.id);
+    const tools: Tool[] = names
       .tools()
-      .filter((t) => inScope(scope, t.server))
-      .map((t) => ({
-        name: t.name,
+      .filter(({ entry }) => inScope(scope, entry.server))
+      .map(({ name, entry: t }) => ({
+        name,
         ...(t.title !== undefined ? { title: t.title } : {}),
         ...(t.description !== undefined ? { description: t.description } : {}),
         inputSchema: t.inputSchema,
@@ -119,12 +122,12 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
   });
 
   server.setRequestHandler(ListPromptsRequestSchema, async () => {
-    await pool.start();
-    const prompts: Prompt[] = controller
+    await pool.ready(session.id);
+    const prompts: Prompt[] = names
       .prompts()
-      .filter((p) => inScope(scope, p.server))
-      .map((p) => ({
-        name: p.name,
+      .filter(({ entry }) => inScope(scope, entry.server))
+      .map(({ name, entry: p }) => ({
+        name,
         ...(p.description !== undefined ? { description: p.description } : {}),
         ...(p.arguments !== undefined ? { arguments: p.arguments } : {}),
       }));
@@ -132,9 +135,10 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
   });
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    await pool.start();
+    await pool.ready(session.id);
     const name = request.params.name;
-    const owner = controller.serverOfTool(name);
+    // The controller knows the registry's name; its messages then get the gateway's back.
+    const { server: owner, registryName } = names.resolve('tool', name);
     if (owner !== undefined && !inScope(scope, owner)) {
       return errorResult(
         `Tool ${name} is not available in this session: its MCP server "${owner}" is outside the session's servers (${describeScope(scope)}). ` +
@@ -145,10 +149,11 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
     if (owner === undefined && scope !== undefined) {
       return errorResult(`Tool ${name} is not provided by any MCP server of this session (${describeScope(scope)}). List the session's tools with tools/list.`);
     }
+    if (registryName === undefined) return errorResult(notServed('Tool', name));
     const progressToken = request.params._meta?.progressToken;
     const endCall = pool.trackCall(session.id, owner ?? '', extra.requestId);
     try {
-      return await controller.callTool(name, request.params.arguments ?? {}, {
+      return await controller.callTool(registryName, request.params.arguments ?? {}, {
         signal: extra.signal,
         timeoutMs: callTimeoutMs,
         ...(progressToken !== undefined
@@ -162,7 +167,7 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
           : {}),
       });
     } catch (err) {
-      if (err instanceof McpReconcilerError && TOOL_ERROR_CODES.has(err.code)) return errorResult(err.message);
+      if (err instanceof McpReconcilerError && TOOL_ERROR_CODES.has(err.code)) return errorResult(names.rename(err.message, registryName, name));
       if (err instanceof McpError && err.code === McpErrorCode.RequestTimeout) {
         return errorResult(`Tool ${name} did not answer within ${callTimeoutMs} ms without progress; the gateway cancelled the call. Start the gateway with a larger --call-timeout MS if the tool needs longer.`);
       }
@@ -175,20 +180,26 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
   });
 
   server.setRequestHandler(GetPromptRequestSchema, async (request, extra): Promise<GetPromptResult> => {
-    await pool.start();
+    await pool.ready(session.id);
     const name = request.params.name;
-    const owner = controller.serverOfTool(name);
+    const { server: owner, registryName } = names.resolve('prompt', name);
     if (owner !== undefined && !inScope(scope, owner)) {
       throw new McpError(-32602, `Prompt ${name} is not available in this session: its MCP server "${owner}" is outside the session's servers (${describeScope(scope)}).`);
     }
+    if (registryName === undefined) throw new McpError(-32602, notServed('Prompt', name));
     try {
-      return await controller.getPrompt(name, request.params.arguments ?? {}, { signal: extra.signal, timeoutMs: callTimeoutMs });
+      return await controller.getPrompt(registryName, request.params.arguments ?? {}, { signal: extra.signal, timeoutMs: callTimeoutMs });
     } catch (err) {
       // prompts/get has no error result: the reason text travels as the JSON-RPC error message.
-      if (err instanceof McpReconcilerError) throw new McpError(-32602, err.message);
+      if (err instanceof McpReconcilerError) throw new McpError(-32602, names.rename(err.message, registryName, name));
       throw err;
     }
   });
+
+  /** A registry name the gateway serves under another name (a custom separator). */
+  function notServed(what: 'Tool' | 'Prompt', name: string): string {
+    return `${what} ${name} is not provided under that name: this gateway names them ${names.pattern}. List them with ${what === 'Tool' ? 'tools/list' : 'prompts/list'}.`;
+  }
 
   let closing: Promise<void> | undefined;
   return {
@@ -196,6 +207,7 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
     session,
     close: () => {
       closing ??= (async () => {
+        await resources.close();
         session.release();
         if (flushing) clearImmediate(flushing);
         await server.close().catch(() => undefined);

@@ -1,7 +1,9 @@
 import deepEqual from 'fast-deep-equal';
-import type { Prompt, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { compareCodePoints, registeredPromptName, registeredToolName, toolPrefix } from './naming.js';
+import { notifyAll } from './listeners.js';
+import { ResourceRegistry } from './resources.js';
 
 /** Which raw tool names of a server are registered (SPEC §2.2 `includeTools` / `excludeTools`). */
 export interface ToolFilter {
@@ -191,8 +193,14 @@ function sameFilter(a: ToolFilter | undefined, b: ToolFilter | undefined): boole
  * converges on each server's latest listing once that fits.
  *
  * Iteration order is stable: servers by name, then listing order.
+ *
+ * Resources and resource templates live in {@link resources}, by URI and
+ * with their own (non-rejecting) ownership rule; they come and go with the
+ * server's tools: committed with a listing, dropped with the server.
  */
 export class ToolRegistry {
+  /** The same servers' resources and resource templates. */
+  readonly resources: ResourceRegistry;
   private readonly records = new Map<string, ServerRecord>();
   private readonly filters = new Map<string, ToolFilter>();
   private readonly toolIndex = new Map<string, RegisteredTool>();
@@ -200,7 +208,9 @@ export class ToolRegistry {
   private readonly listeners = new Set<(change: RegistryChange) => void>();
   private readonly prefixes = new Map<string, string>();
 
-  constructor(private readonly options: ToolRegistryOptions = {}) {}
+  constructor(private readonly options: ToolRegistryOptions = {}) {
+    this.resources = new ResourceRegistry(options);
+  }
 
   /**
    * Replace a server's tools and prompts with one generation's listing.
@@ -209,20 +219,26 @@ export class ToolRegistry {
    * the filter, so `excludeTools` can hide a server's duplicate.
    * `options.cached` marks every entry `cached: true` (a listing read from
    * the listing cache; the server's next live commit replaces it).
+   * Resources, when the listing has them, go to {@link resources} once the
+   * tools and prompts are accepted (a rejected listing registers none).
    */
   commit(
     server: string,
     generation: number,
-    listing: { tools: Tool[]; prompts: Prompt[] },
+    listing: { tools: Tool[]; prompts: Prompt[]; resources?: Resource[]; resourceTemplates?: ResourceTemplate[] },
     filter?: ToolFilter,
     options: { cached?: boolean } = {},
   ): CommitResult {
     if (filter !== undefined) this.storeFilter(server, filter);
     const cached = options.cached === true ? { cached: true } : {};
-    return this.commitListings(server, {
+    const result = this.commitListings(server, {
       tools: { list: listing.tools, generation, ...cached },
       prompts: { list: listing.prompts, generation, ...cached },
     });
+    if (result.ok && listing.resources) {
+      this.resources.commit(server, generation, { resources: listing.resources, resourceTemplates: listing.resourceTemplates ?? [] }, options);
+    }
+    return result;
   }
 
   /** Replace only a server's tools (a `tools/list_changed` re-list); same all-or-nothing rule. */
@@ -258,8 +274,9 @@ export class ToolRegistry {
     return error ? { changed, error } : { changed };
   }
 
-  /** Remove a server's tools, prompts, pending listing and filter; true when it was known. */
+  /** Remove a server's tools, prompts, resources, pending listing and filter; true when it was known. */
   drop(server: string): boolean {
+    this.resources.drop(server);
     const rec = this.records.get(server);
     const hadFilter = this.filters.delete(server);
     if (!rec) return hadFilter;
@@ -342,6 +359,7 @@ export class ToolRegistry {
     this.filters.clear();
     this.toolIndex.clear();
     this.promptIndex.clear();
+    this.resources.clear();
     for (const [server, rec] of dropped) this.emit(server, diffNames(rec.tools, []), diffNames(rec.prompts, []));
   }
 
@@ -567,16 +585,6 @@ export class ToolRegistry {
   private emit(server: string, tools: NameChanges, prompts: NameChanges): void {
     if (isEmpty(tools) && isEmpty(prompts)) return;
     const change: RegistryChange = { server, ...tools, prompts };
-    for (const listener of [...this.listeners]) {
-      try {
-        listener(change);
-      } catch (err) {
-        try {
-          this.options.onListenerError?.(err);
-        } catch {
-          // the error sink itself failed; nothing sensible is left to do
-        }
-      }
-    }
+    notifyAll(this.listeners, change, this.options.onListenerError);
   }
 }

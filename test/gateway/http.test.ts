@@ -4,19 +4,12 @@
  * with different scopes sharing one process per server, the approval gate
  * before any session gets a server, list_changed per scope, and a clean stop.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/processes.js';
-import { ServeProcess, textOf, Workspace } from './support.js';
+import { HttpServe, textOf, type HttpConnected } from './support.js';
 
-interface Session {
-  client: Client;
-  transport: StreamableHTTPClientTransport;
-  toolChanges: () => number;
-}
+type Session = HttpConnected;
 
 function rawRequest(url: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -39,42 +32,26 @@ const INITIALIZE = {
 };
 
 describe('serve --http', () => {
-  const ws = new Workspace();
-  let serve: ServeProcess;
+  const gw = new HttpServe();
+  const { ws } = gw;
   let url: string;
   let token: string;
-  const sessions: Session[] = [];
   /** The two scoped sessions of the sharing test: {a, b} and {b, c}. */
   let ab: Session;
   let bc: Session;
-
-  async function open(query: string, headers: Record<string, string> = {}): Promise<Session> {
-    const transport = new StreamableHTTPClientTransport(new URL(`${url}${query}`), {
-      requestInit: { headers: { authorization: `Bearer ${token}`, ...headers } },
-    });
-    const client = new Client({ name: 'gateway-http-test', version: '1.0.0' });
-    let changes = 0;
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++);
-    await client.connect(transport);
-    const s = { client, transport, toolChanges: () => changes };
-    sessions.push(s);
-    return s;
-  }
+  const open = (query: string, headers: Record<string, string> = {}): Promise<Session> => gw.open(query, headers);
 
   beforeAll(async () => {
     ws.writeUser({ a: ws.server('1'), b: ws.server('1'), c: ws.server('1') });
     ws.writeProject({ p: ws.server('1') });
-    serve = new ServeProcess(ws, ['--http']);
-    url = await serve.fromStderr(/listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/, 'the URL');
-    token = await serve.fromStderr(/access token: ([0-9a-f]{64})/, 'the access token');
+    await gw.start();
+    ({ url, token } = gw);
   });
 
   afterAll(async () => {
-    for (const s of sessions) await s.client.close().catch(() => undefined);
-    const exit = serve ? await serve.stop() : undefined;
-    const left = await ws.cleanup();
+    const { code, stderr, left } = await gw.stop();
     expect(left, 'processes left behind by the HTTP gateway').toBe(0);
-    expect(exit?.code, serve?.stderr).toBe(0);
+    expect(code, stderr).toBe(0);
   });
 
   it('refuses a request without the access token, with a wrong one, or addressed to another host', async () => {
@@ -139,7 +116,7 @@ describe('serve --http', () => {
     const s = await open('?servers=a');
     const id = s.transport.sessionId!;
     await s.transport.terminateSession();
-    await serve.fromStderr(new RegExp(`session (${id}) closed`), 'the close');
+    await gw.serve!.fromStderr(new RegExp(`session (${id}) closed`), 'the close');
     const stale = await rawRequest(url, { authorization: `Bearer ${token}`, 'mcp-session-id': id }, { jsonrpc: '2.0', id: 3, method: 'tools/list' });
     expect(stale.status).toBe(404);
     expect(textOf(await ab.client.callTool({ name: 'mcp__a__echo', arguments: { text: 'still here' } }))).toBe('still here');

@@ -15,7 +15,7 @@ import { dirname } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { modulePath } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
-import { cliMain, ServeProcess, Workspace } from './support.js';
+import { cliMain, startServeHttp, Workspace, type ServeProcess } from './support.js';
 
 const INSPECTOR = modulePath('@modelcontextprotocol/inspector-cli/build/index.js');
 
@@ -77,9 +77,7 @@ describe('MCP Inspector CLI against serve --http', () => {
 
   beforeAll(async () => {
     ws.writeUser({ docs: ws.server('1') });
-    serve = new ServeProcess(ws, ['--http']);
-    url = await serve.fromStderr(/listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/, 'the URL');
-    token = await serve.fromStderr(/access token: ([0-9a-f]{64})/, 'the access token');
+    ({ serve, url, token } = await startServeHttp(ws));
   });
 
   afterAll(async () => {

@@ -8,19 +8,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { ElicitRequestSchema, type CallToolResult, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MemoryApprovalStore } from '../../src/approvals/store.js';
 import { createMcpController, type McpController } from '../../src/controller.js';
 import { GatewayPool } from '../../src/gateway/pool.js';
 import { intersect, parseServerList, scopeFromRequest } from '../../src/gateway/scope.js';
-import { createSessionServer, type GatewaySession } from '../../src/gateway/server.js';
+import type { GatewaySession } from '../../src/gateway/server.js';
 import { stdioFixtureConfig } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
-import { textOf } from './support.js';
+import { inProcessClient as clientFor, textOf } from './support.js';
 
 /** An in-process server with a tool that waits until cancelled and one that reports progress. */
 function slowServer(seen: { started: number; aborted: number }): McpServer {
@@ -50,20 +49,6 @@ function slowServer(seen: { started: number; aborted: number }): McpServer {
     return { content: [{ type: 'text', text: `did ${n} steps` }] };
   });
   return server;
-}
-
-async function clientFor(
-  pool: GatewayPool,
-  scope?: Set<string>,
-  callTimeoutMs?: number,
-  capabilities: ClientCapabilities = {},
-): Promise<{ client: Client; session: GatewaySession }> {
-  const session = createSessionServer(pool, { transport: 'test', ...(scope ? { scope } : {}), ...(callTimeoutMs ? { callTimeoutMs } : {}) });
-  const [a, b] = InMemoryTransport.createLinkedPair();
-  await session.server.connect(b);
-  const client = new Client({ name: 'in-process', version: '1.0.0' }, { capabilities });
-  await client.connect(a);
-  return { client, session };
 }
 
 describe('gateway session (in-process)', () => {

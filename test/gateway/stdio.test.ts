@@ -5,44 +5,10 @@
  * config edit, the approval gate, `--servers`, and a clean exit when the
  * client goes away.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { PromptListChangedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCliCaptured } from '../helpers/cli.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
-import { cliMain, textOf, Workspace } from './support.js';
-
-interface Connected {
-  client: Client;
-  transport: StdioClientTransport;
-  stderr: () => string;
-  toolChanges: () => number;
-  promptChanges: () => number;
-}
-
-async function connect(ws: Workspace, extra: string[] = []): Promise<Connected> {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [cliMain, 'serve', '--stdio', ...extra, ...ws.args()],
-    env: ws.env() as Record<string, string>,
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const client = new Client({ name: 'gateway-test', version: '1.0.0' });
-  let tools = 0;
-  let prompts = 0;
-  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void tools++);
-  client.setNotificationHandler(PromptListChangedNotificationSchema, () => void prompts++);
-  try {
-    await client.connect(transport);
-  } catch (err) {
-    // Say why the gateway went away: its stderr holds the reason.
-    throw new Error(`serve --stdio did not connect: ${(err as Error).message}\nits stderr:\n${stderr}`);
-  }
-  return { client, transport, stderr: () => stderr, toolChanges: () => tools, promptChanges: () => prompts };
-}
+import { connectStdio as connect, textOf, Workspace, type StdioConnected as Connected } from './support.js';
 
 describe('serve --stdio', () => {
   const ws = new Workspace();
@@ -129,20 +95,16 @@ describe('serve --stdio', () => {
     }
   });
 
-  it('--idle-timeout stops a server no call used; the next call starts it again, its tools listed throughout', async () => {
+  it('starts only the servers its session names: with --servers, the others never start', async () => {
     const ws3 = new Workspace();
     try {
-      ws3.writeUser({ idle: ws3.server('1') });
-      const c = await connect(ws3, ['--idle-timeout', '300']);
+      ws3.writeUser({ one: ws3.server('1'), two: ws3.server('1') });
+      const c = await connect(ws3, ['--servers', 'one', '--idle-timeout', '200']);
       try {
-        expect((await c.client.listTools()).tools.map((t) => t.name)).toContain('mcp__idle__pid');
-        const first = textOf(await c.client.callTool({ name: 'mcp__idle__pid', arguments: {} }));
-        await waitFor(() => ws3.serverPids().length === 0, 'the idle server to be stopped');
-        expect((await c.client.listTools()).tools.map((t) => t.name)).toContain('mcp__idle__pid');
-        const second = textOf(await c.client.callTool({ name: 'mcp__idle__pid', arguments: {} }));
-        expect(second).toMatch(/^\d+$/);
-        expect(second).not.toBe(first);
-        expect(ws3.serverPids()).toEqual([Number(second)]);
+        const pid = textOf(await c.client.callTool({ name: 'mcp__one__pid', arguments: {} }));
+        expect(ws3.serverPids()).toEqual([Number(pid)]);
+        expect((await c.client.listTools()).tools.every((t) => t.name.startsWith('mcp__one__'))).toBe(true);
+        expect(c.stderr()).toMatch(/not running until a session uses them: two/);
       } finally {
         await c.client.close();
       }

@@ -10,6 +10,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { PromptListChangedNotificationSchema, ToolListChangedNotificationSchema, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import type { GatewayPool } from '../../src/gateway/pool.js';
+import { createSessionServer, type GatewaySession } from '../../src/gateway/server.js';
 import { fixturePath, repoRoot } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 
@@ -137,8 +144,118 @@ export class ServeProcess {
   }
 }
 
+/** `serve --http` with `extra` options, once it printed its URL and access token. */
+export async function startServeHttp(ws: Workspace, extra: string[] = []): Promise<{ serve: ServeProcess; url: string; token: string }> {
+  const serve = new ServeProcess(ws, ['--http', ...extra]);
+  const url = await serve.fromStderr(/listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/, 'the URL');
+  const token = await serve.fromStderr(/access token: ([0-9a-f]{64})/, 'the access token');
+  return { serve, url, token };
+}
+
 /** The text of a tool result's first text part. */
 export function textOf(result: unknown): string {
   const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
   return content.find((c) => c.type === 'text')?.text ?? '';
+}
+
+/** An in-process gateway session of `pool` (optionally scoped) with an SDK client connected to it. */
+export async function inProcessClient(
+  pool: GatewayPool,
+  scope?: Set<string>,
+  callTimeoutMs?: number,
+  capabilities: ClientCapabilities = {},
+): Promise<{ client: Client; session: GatewaySession; close(): Promise<void> }> {
+  const session = createSessionServer(pool, { transport: 'test', ...(scope ? { scope } : {}), ...(callTimeoutMs ? { callTimeoutMs } : {}) });
+  const [a, b] = InMemoryTransport.createLinkedPair();
+  await session.server.connect(b);
+  const client = new Client({ name: 'in-process', version: '1.0.0' }, { capabilities });
+  await client.connect(a);
+  return {
+    client,
+    session,
+    close: async () => {
+      await client.close();
+      await session.close();
+    },
+  };
+}
+
+/** An SDK client connected to `serve --stdio` (the built binary), counting list_changed notifications. */
+export interface StdioConnected {
+  client: Client;
+  transport: StdioClientTransport;
+  stderr: () => string;
+  toolChanges: () => number;
+  promptChanges: () => number;
+}
+
+/** Start `serve --stdio` with `extra` options as an SDK client's server and connect to it. */
+export async function connectStdio(ws: Workspace, extra: string[] = []): Promise<StdioConnected> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [cliMain, 'serve', '--stdio', ...extra, ...ws.args()],
+    env: ws.env() as Record<string, string>,
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const client = new Client({ name: 'gateway-test', version: '1.0.0' });
+  let tools = 0;
+  let prompts = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void tools++);
+  client.setNotificationHandler(PromptListChangedNotificationSchema, () => void prompts++);
+  try {
+    await client.connect(transport);
+  } catch (err) {
+    // Say why the gateway went away: its stderr holds the reason.
+    throw new Error(`serve --stdio did not connect: ${(err as Error).message}\nits stderr:\n${stderr}`);
+  }
+  return { client, transport, stderr: () => stderr, toolChanges: () => tools, promptChanges: () => prompts };
+}
+
+/** An SDK client of one `serve --http` session, counting tools/list_changed. */
+export interface HttpConnected {
+  client: Client;
+  transport: StreamableHTTPClientTransport;
+  toolChanges: () => number;
+}
+
+/** Open a session of the HTTP gateway at `url` (`query` like `?servers=a,b`), with the access token. */
+export async function connectHttp(url: string, token: string, query = '', headers: Record<string, string> = {}): Promise<HttpConnected> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${url}${query}`), {
+    requestInit: { headers: { authorization: `Bearer ${token}`, ...headers } },
+  });
+  const client = new Client({ name: 'gateway-http-test', version: '1.0.0' });
+  let changes = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++);
+  await client.connect(transport);
+  return { client, transport, toolChanges: () => changes };
+}
+
+/** `serve --http` over its own workspace, the sessions opened to it, and a stop that reports what was left behind. */
+export class HttpServe {
+  readonly ws = new Workspace();
+  serve: ServeProcess | undefined;
+  url = '';
+  token = '';
+  readonly sessions: HttpConnected[] = [];
+
+  /** Start `serve --http` with `extra` options (write the workspace's config first). */
+  async start(extra: string[] = []): Promise<void> {
+    ({ serve: this.serve, url: this.url, token: this.token } = await startServeHttp(this.ws, extra));
+  }
+
+  /** Open a session (`query` like `?servers=a,b`); {@link stop} closes it. */
+  async open(query = '', headers: Record<string, string> = {}): Promise<HttpConnected> {
+    const s = await connectHttp(this.url, this.token, query, headers);
+    this.sessions.push(s);
+    return s;
+  }
+
+  /** Close every session, stop serve, clean the workspace: serve's exit code and stderr, and how many processes were left. */
+  async stop(): Promise<{ code: number | null | undefined; stderr: string; left: number }> {
+    for (const s of this.sessions) await s.client.close().catch(() => undefined);
+    const exit = this.serve ? await this.serve.stop() : undefined;
+    return { code: exit?.code, stderr: this.serve?.stderr ?? '', left: await this.ws.cleanup() };
+  }
 }

@@ -138,6 +138,10 @@ function eventsFor(s: Snap, opts: Options): AnyEventObject[] {
     { type: 'CONNECTION_LOST', generation, sessionLost: true, rel: 'current' },
     { type: 'CONNECTION_LOST', generation, permanent: true, error: 'tool_conflict', rel: 'current' },
     { type: 'CONNECTION_LOST', generation: generation - 1, rel: 'stale' },
+    // Errors the controller reports (a failed re-list, a refused filter, a pending conflict): current, stale, untagged.
+    { type: 'ERROR_REPORTED', error: 're-list failed', generation, rel: 'current' },
+    { type: 'ERROR_REPORTED', error: 'late re-list failed', generation: generation - 1, rel: 'stale' },
+    { type: 'ERROR_REPORTED', error: 'tool_conflict: pending' },
     upd(e, g),
     { type: 'RECONNECT' },
     { type: 'AUTHENTICATED' },
@@ -351,10 +355,23 @@ function checkStep(prev: Snap | undefined, ev: AnyEventObject, next: Snap, actio
       check(actions.length === 0 && same(next.value, prev.value), 'an identical UPDATE is a no-op');
     }
   }
+  // the last error lives in the context: every failure leaves its error there, a report only that, and none is ever forgotten
+  if (ev.type === 'xstate.error.actor.connect' && prev.children.connect) {
+    check(ctx.lastError === (ev.error as Error).message, 'a failed connect leaves its error as lastError');
+  }
+  if (ev.type === 'CONNECTION_LOST' && ev.generation === prev.context.generation && prev.matches({ live: 'connected' })) {
+    check(ctx.lastError === (ev.error ?? 'connection lost'), 'a lost connection leaves its cause as lastError');
+  }
+  if (ev.type === 'ERROR_REPORTED') {
+    check(actions.length === 0 && same(next.value, prev.value), 'a reported error moves nothing');
+    const current = ev.generation === undefined || ev.generation === prev.context.generation;
+    check(same(next.context, current ? { ...prev.context, lastError: ev.error } : prev.context), 'a report changes lastError only, unless it is stale');
+  }
+  if (prev.context.lastError !== undefined) check(ctx.lastError !== undefined, 'a last error is kept once the server recovers');
   // late events of an old generation are ignored
   const stale =
     (isConnectDone(ev) && ev.output.generation !== prev.context.generation) ||
-    (ev.type === 'CONNECTION_LOST' && ev.generation !== prev.context.generation);
+    ((ev.type === 'CONNECTION_LOST' || ev.type === 'ERROR_REPORTED') && ev.generation !== undefined && ev.generation !== prev.context.generation);
   if (stale) check(actions.length === 0 && same(next.value, prev.value) && same(next.context, prev.context), 'a stale event is ignored');
   // moving inside the admitted set keeps the tools (going dormant closes the connection only); leaving it drops them, once
   const drops = types.filter((t) => t === 'dropTools' || t === 'disconnect');
@@ -523,29 +540,59 @@ describe('serverMachine, walked with xstate/graph', () => {
 });
 
 describe('reconcilerMachine, walked with xstate/graph', () => {
-  it('reaches both of its states', () => {
+  it('reaches both of its states; the gating events change exactly what they name', () => {
     const a = entry('a');
     const b = entry('b', { scope: 'project' });
     const desiredA = { a };
     const desiredAB = { a, b };
+    const approved = { hash: b.hash, decision: 'approved' as const };
     const paths = getShortestPaths(reconcilerMachine, {
       input: { gating: openGating() },
-      serializeState: (s) => JSON.stringify({ v: s.value, names: Object.keys(s.context.servers).sort(), removed: [...s.context.removed].sort() }),
+      serializeState: (s) =>
+        JSON.stringify({
+          v: s.value,
+          names: Object.keys(s.context.servers).sort(),
+          removed: [...s.context.removed].sort(),
+          excluded: s.context.gating.excluded,
+          trusted: s.context.gating.trusted,
+          b: s.context.gating.approvals.b?.decision,
+        }),
       events: [
         { type: 'CONFIG', desired: desiredA, gating: openGating() },
         { type: 'CONFIG', desired: desiredAB, gating: openGating() },
         { type: 'CONFIG', desired: {}, gating: openGating() },
+        // What the controller sends when only one kind of gating changed (src/controller/desired.ts).
+        { type: 'GATING', gating: openGating({ excluded: ['a'] }) },
+        { type: 'APPROVAL', name: 'b', decision: approved },
+        { type: 'APPROVAL', name: 'b', decision: undefined },
+        { type: 'TRUST', trusted: false },
+        { type: 'TRUST', trusted: true },
         { type: 'DISPOSE' },
       ],
     });
     const values = new Set(paths.map((p) => JSON.stringify(p.state.value)));
-    console.log(`[reconciler model] ${paths.length} shortest paths, states: ${[...values].join(', ')}`);
-    expect(values).toEqual(new Set(['"active"', '"disposed"']));
-    // children in the snapshot always match the context's servers
+    let steps = 0;
     for (const p of paths) {
-      for (const step of p.steps) {
+      for (const [i, step] of p.steps.entries()) {
+        steps++;
+        // children in the snapshot always match the context's servers
         expect(Object.keys(step.state.children).sort()).toEqual(Object.keys(step.state.context.servers).sort());
+        const prev = p.steps[i - 1]?.state;
+        const ev = step.event as { type: string; name?: string; decision?: unknown; trusted?: boolean; gating?: GatingState };
+        if (!prev || prev.status !== 'active') continue;
+        const before = prev.context;
+        const after = step.state.context;
+        // a gating event keeps the desired map; each changes only the part of the gating it names
+        if (['GATING', 'APPROVAL', 'TRUST'].includes(ev.type)) expect(after.desired).toEqual(before.desired);
+        if (ev.type === 'GATING') expect(after.gating).toEqual(ev.gating);
+        if (ev.type === 'TRUST') expect(after.gating).toEqual({ ...before.gating, trusted: ev.trusted });
+        if (ev.type === 'APPROVAL') {
+          const { b: _old, ...others } = before.gating.approvals;
+          expect(after.gating).toEqual({ ...before.gating, approvals: ev.decision ? { ...others, b: ev.decision } : others });
+        }
       }
     }
+    console.log(`[reconciler model] ${paths.length} shortest paths, ${steps} steps checked, states: ${[...values].join(', ')}`);
+    expect(values).toEqual(new Set(['"active"', '"disposed"']));
   });
 });

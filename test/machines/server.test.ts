@@ -155,6 +155,24 @@ describe('serverMachine as an actor', () => {
     expect(actor.getSnapshot().context.attempt).toBe(0);
   });
 
+  it('keeps a reported error as lastError without moving; a report about an older generation is ignored', async () => {
+    const w = new World();
+    const { actor, seen } = start(w, { name: 'a', entry: entry('a'), gating: openGating() });
+    await flush();
+    actor.send({ type: 'ERROR_REPORTED', error: 're-list after tools_changed failed: boom', generation: 1 });
+    expect(actor.getSnapshot().context.lastError).toBe('re-list after tools_changed failed: boom');
+    expect(seen).toEqual(['connecting', 'connected']);
+    w.lose('a', { error: 'process exited' });
+    await flush();
+    expect(actor.getSnapshot().context).toMatchObject({ generation: 2, lastError: 'process exited' });
+    actor.send({ type: 'ERROR_REPORTED', error: 'late', generation: 1 });
+    expect(actor.getSnapshot().context.lastError).toBe('process exited');
+    // Without a generation a report always counts (a conflict the registry holds now).
+    actor.send({ type: 'ERROR_REPORTED', error: 'tool_conflict: pending' });
+    expect(actor.getSnapshot().context.lastError).toBe('tool_conflict: pending');
+    expect(state(actor)).toBe('connected');
+  });
+
   it('drops tools and disconnects on REMOVE, and ends', async () => {
     const w = new World();
     const { actor } = start(w, { name: 'a', entry: entry('a'), gating: openGating() });

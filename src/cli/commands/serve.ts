@@ -5,6 +5,7 @@ import { formatIssue } from '../../config/sources.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../../errors.js';
 // Only the scope parser is loaded with the CLI; the SDK's server side loads when serve runs.
 import { parseServerList, type SessionScope } from '../../gateway/scope.js';
+import { validateSeparator } from '../../gateway/naming.js';
 import type { StdioGateway } from '../../gateway/stdio.js';
 import type { HttpGateway } from '../../gateway/http.js';
 import type { GatewayPool } from '../../gateway/pool.js';
@@ -30,6 +31,7 @@ interface ServeArgs {
   resumable: boolean;
   lazy: boolean;
   idleTimeoutMs: number | undefined;
+  separator: string | undefined;
 }
 
 function parseServeArgs(ctx: CliContext): ServeArgs {
@@ -65,6 +67,7 @@ function parseServeArgs(ctx: CliContext): ServeArgs {
     resumable: v.resumable === true,
     lazy: v.lazy === true,
     idleTimeoutMs: parseTimeoutMs(v, 'idle-timeout'),
+    separator: v.separator === undefined ? undefined : validateSeparator(typeof v.separator === 'string' ? v.separator : '', '--separator'),
   };
 }
 
@@ -103,7 +106,7 @@ async function run(ctx: CliContext): Promise<number> {
       hint: 'remove the `mcp-reconciler serve` entry from the config files the gateway reads (or serve with another --preset)',
     });
   }
-  const { GatewayPool, serveStdio, startHttpGateway } = await import('../../gateway/index.js');
+  const { GatewayPool, GATEWAY_IDLE_TIMEOUT_MS, serveStdio, startHttpGateway } = await import('../../gateway/index.js');
   // stdout may be the protocol channel: everything human goes to stderr.
   const log = (line: string): void => void io.stderr.write(`mcp-reconciler serve: ${line}\n`);
   const cwdArg = `--cwd ${shellQuote(ctx.global.root)}`;
@@ -111,9 +114,11 @@ async function run(ctx: CliContext): Promise<number> {
   let pool: GatewayPool | undefined;
   const { options, cleanup } = controllerOptionsFor(ctx, {
     watch: true,
-    // Servers nobody calls need not run: the controller's idle stop and lazy start serve every session alike.
+    // The pool's sessions decide what runs: a server starts when a session's scope takes it and
+    // stops idle-timeout ms after the last such session left; one nobody names never starts.
+    onDemand: true,
     ...(args.lazy ? { startup: 'lazy' as const } : {}),
-    ...(args.idleTimeoutMs !== undefined ? { idleTimeoutMs: args.idleTimeoutMs } : {}),
+    idleTimeoutMs: args.idleTimeoutMs ?? GATEWAY_IDLE_TIMEOUT_MS,
     onElicitation: (server, request, opts) => pool?.elicit(server, request, opts) ?? { action: 'decline' },
     onSampling: (server, request, opts) => {
       if (!pool) throw new Error('the gateway is not ready');
@@ -134,7 +139,7 @@ async function run(ctx: CliContext): Promise<number> {
       log(`"${e.name}" ${describeReason(e.state)}${row?.lastError ? `: ${row.lastError}` : ''}`);
     }
   });
-  pool = new GatewayPool(controller, { onError: log });
+  pool = new GatewayPool(controller, { onError: log, ...(args.separator !== undefined ? { separator: args.separator } : {}) });
   let http: HttpGateway | undefined;
   let stdio: StdioGateway | undefined;
   // A client that went away leaves a broken pipe: that ends the session, it is not a crash.
@@ -169,8 +174,10 @@ async function run(ctx: CliContext): Promise<number> {
       if (stopped) return;
       const rows = controller.status();
       const connected = rows.filter((r) => r.state === 'connected').map((r) => r.name);
-      const other = rows.filter((r) => r.state !== 'connected' && r.state !== 'removed');
+      const dormant = rows.filter((r) => r.state === 'dormant').map((r) => r.name);
+      const other = rows.filter((r) => r.state !== 'connected' && r.state !== 'removed' && r.state !== 'dormant');
       log(`ready: ${controller.tools().length} tools from ${connected.length} connected server(s)${connected.length ? ` (${connected.join(', ')})` : ''}`);
+      if (dormant.length) log(`not running until a session uses them: ${dormant.join(', ')}`);
       for (const r of other) log(`"${r.name}" is ${r.state}${r.reason ? ` (${describeReason(r.reason)})` : ''}`);
       const { desired } = controller.config();
       for (const [name, entry] of Object.entries(desired)) {
@@ -213,7 +220,8 @@ export const serveCommand: CliCommand = {
     'call-timeout': { type: 'string', value: 'MS', help: 'give up on a forwarded tool call after MS without progress (default 600000)' },
     resumable: { type: 'boolean', help: 'HTTP: keep messages so a broken SSE stream resumes with Last-Event-ID (~1 ms per call)' },
     lazy: { type: 'boolean', help: 'start a server on its first call (tools come from the listing cache until then)' },
-    'idle-timeout': { type: 'string', value: 'MS', help: 'stop a server no session has called for MS; the next call starts it again' },
+    'idle-timeout': { type: 'string', value: 'MS', help: 'stop a server MS after the last session using it left (default 300000); a new session starts it again' },
+    separator: { type: 'string', value: 'SEP', help: 'tool and prompt names mcp<SEP><server><SEP><tool> (default __; letters, digits, _ and - only)' },
   },
   run,
 };

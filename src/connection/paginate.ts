@@ -1,0 +1,55 @@
+/**
+ * The one pagination loop for the four listings a server answers: tools,
+ * prompts, resources and resource templates. Bounded, so a server whose
+ * cursors never end cannot keep a connect (or a re-list) going forever.
+ */
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  ListPromptsResultSchema,
+  ListResourcesResultSchema,
+  ListResourceTemplatesResultSchema,
+  ListToolsResultSchema,
+  type Prompt,
+  type Resource,
+  type ResourceTemplate,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/** Most pages read of one listing; what a server still has after that is not listed. */
+export const MAX_PAGES = 1_000;
+
+const LISTINGS = {
+  tools: { method: 'tools/list', schema: ListToolsResultSchema },
+  prompts: { method: 'prompts/list', schema: ListPromptsResultSchema },
+  resources: { method: 'resources/list', schema: ListResourcesResultSchema },
+  resourceTemplates: { method: 'resources/templates/list', schema: ListResourceTemplatesResultSchema },
+} as const;
+
+/** A listing a server answers; also the key of its items in each page. */
+export type ListingKind = keyof typeof LISTINGS;
+
+/** The items of one listing kind. */
+export interface ListingItems {
+  tools: Tool;
+  prompts: Prompt;
+  resources: Resource;
+  resourceTemplates: ResourceTemplate;
+}
+
+/**
+ * Every item of listing `kind`, following `nextCursor` for at most
+ * {@link MAX_PAGES} pages (a cursor that repeats ends the loop too).
+ */
+export async function listAll<K extends ListingKind>(client: Client, kind: K, options: RequestOptions): Promise<ListingItems[K][]> {
+  const { method, schema } = LISTINGS[kind];
+  const items: ListingItems[K][] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const result = (await client.request({ method, params: cursor ? { cursor } : {} }, schema, options)) as unknown as { nextCursor?: string } & Record<K, ListingItems[K][]>;
+    items.push(...result[kind]);
+    if (!result.nextCursor || result.nextCursor === cursor) break;
+    cursor = result.nextCursor;
+  }
+  return items;
+}
