@@ -29,14 +29,32 @@ export { FORMAT_NAMES, type FormatName } from './config/formats.js';
 export { McpReconcilerError, ErrorCode } from './errors.js';
 export { FileTokenStore, MemoryTokenStore, defaultTokenStorePath, credentialKey, type TokenStore, type StoredCredentials } from './auth/token-store.js';
 export type { AuthorizationUrlHandler, AuthorizeOptions } from './auth/manager.js';
-export {
-  requestJwtAuthorizationGrant,
-  discoverAndRequestJwtAuthorizationGrant,
-  type AuthorizationGrantHandler,
-  type AuthorizationGrantContext,
-  type RequestJwtAuthorizationGrantOptions,
-  type JwtAuthorizationGrant,
+export type {
+  AuthorizationGrantHandler,
+  AuthorizationGrantContext,
+  RequestJwtAuthorizationGrantOptions,
+  JwtAuthorizationGrant,
 } from './auth/cross-app-access.js';
+
+type CrossAppAccess = typeof import('./auth/cross-app-access.js');
+
+/**
+ * Exchange the user's IdP ID token for an ID-JAG (SEP-990 cross-app access),
+ * for an `onAuthorizationGrant` hook. Loaded on first call, like the rest of
+ * the OAuth code.
+ */
+export async function requestJwtAuthorizationGrant(
+  ...args: Parameters<CrossAppAccess['requestJwtAuthorizationGrant']>
+): ReturnType<CrossAppAccess['requestJwtAuthorizationGrant']> {
+  return (await import('./auth/cross-app-access.js')).requestJwtAuthorizationGrant(...args);
+}
+
+/** {@link requestJwtAuthorizationGrant} after discovering the IdP's token endpoint from its issuer URL. */
+export async function discoverAndRequestJwtAuthorizationGrant(
+  ...args: Parameters<CrossAppAccess['discoverAndRequestJwtAuthorizationGrant']>
+): ReturnType<CrossAppAccess['discoverAndRequestJwtAuthorizationGrant']> {
+  return (await import('./auth/cross-app-access.js')).discoverAndRequestJwtAuthorizationGrant(...args);
+}
 export type {
   ElicitationHandler,
   ElicitationRequest,

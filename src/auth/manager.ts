@@ -22,6 +22,7 @@ import { CrossAppAccessProvider, type AuthorizationGrantHandler } from './cross-
 import { startLoopback, type LoopbackReceiver } from './loopback.js';
 import { clientCredentialsProvider, StoredOAuthProvider } from './oauth-provider.js';
 import { credentialKey, type TokenStore } from './token-store.js';
+import { hasUserAuthorization, isServerOAuth } from './applies.js';
 
 /**
  * Called with the URL the user must open to authorise `server`. Open a
@@ -78,16 +79,6 @@ interface Session {
   flow: Flow | undefined;
   /** The 403 challenge last answered with a step-up, so the same one is not chased twice. */
   lastStepUp: string | undefined;
-}
-
-function isServerOAuth(entry: DesiredServer): boolean {
-  const type = entry.config.type ?? (entry.config.command ? 'stdio' : 'http');
-  return (type === 'http' || type === 'sse') && typeof entry.config.url === 'string';
-}
-
-/** The user's own `Authorization` header wins: a static token is not ours to replace. */
-function hasUserAuthorization(entry: DesiredServer): boolean {
-  return Object.keys(entry.config.headers ?? {}).some((h) => h.toLowerCase() === 'authorization');
 }
 
 /** Owns the OAuth state of one controller's servers. Create one per controller. */

@@ -153,9 +153,10 @@ export class ListingCache {
     };
     const before = this.memory.get(fingerprint);
     this.memory.set(fingerprint, copy);
-    if (before && deepEqual(before, copy)) return;
+    // Memory only: nothing to spare a rewrite of (and no comparison to pay for).
     const file = this.fileOf(fingerprint);
     if (!file) return;
+    if (before && deepEqual(before, copy)) return;
     if (this.writing.has(fingerprint)) {
       // Coalesced: only the newest listing is written once the current write is done.
       this.queued.set(fingerprint, { server, listing: copy });

@@ -5,7 +5,6 @@
  * events. Retrying is not done here: connect throws, the supervisor decides.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -32,7 +31,7 @@ import type { ProcessTracker } from './processes.js';
 import type { SessionLoss } from './session-loss.js';
 import type { StdioProcessTransport } from './stdio-transport.js';
 import { clientCapabilities, installClientHandlers, type ClientFeatures } from './client-capabilities.js';
-import { abortedError, causeChain, connectError, isPermanentStatus, timeoutError } from './errors.js';
+import { abortedError, causeChain, connectError, isPermanentStatus, isSseError, timeoutError } from './errors.js';
 import { listAll } from './paginate.js';
 import { buildTransport, shouldFallBackToSse, sseTransport, type TransportContext } from './transports.js';
 
@@ -426,7 +425,7 @@ class Connection implements LiveConnection {
     this.permanentStatus = undefined;
     this.lastTransportError = undefined;
     this.used = 'sse';
-    this.transport = sseTransport(this.transportContext, this.helperHeaders);
+    this.transport = await sseTransport(this.transportContext, this.helperHeaders);
   }
 
   /** Remember a 401 (a connect failure is then needs_auth) and the first status no retry changes. */
@@ -445,7 +444,7 @@ class Connection implements LiveConnection {
     if (this.state !== 'ready') return;
     // The SSE stream carries every response: once it breaks, the session is over
     // (EventSource would reconnect into a new, uninitialised session).
-    if (err instanceof SseError) this.lose(`event stream failed: ${this.lastTransportError}`, false);
+    if (isSseError(err)) this.lose(`event stream failed: ${this.lastTransportError}`, false);
     // The streamable-HTTP GET stream could not be re-opened: the server is gone.
     else if (this.http && /Maximum reconnection attempts/.test(err.message)) this.lose(`server unreachable: ${this.lastTransportError}`, false);
   }

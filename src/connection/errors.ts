@@ -3,12 +3,10 @@
  * transports' errors classified (needs auth, permanent, timeout) and turned
  * into one `McpReconcilerError` naming the server, the cause and the fix.
  */
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import type { transportOf } from '../gating/fingerprint.js';
+import { httpSdkIfLoaded } from './http-sdk.js';
 
 type TransportKind = ReturnType<typeof transportOf>;
 
@@ -26,10 +24,16 @@ export function causeChain(err: unknown): string {
 
 /** The SDK's ways of saying HTTP 401. */
 export function isUnauthorized(err: unknown): boolean {
-  if (err instanceof UnauthorizedError) return true;
-  if (err instanceof StreamableHTTPError && err.code === 401) return true;
-  if (err instanceof SseError && err.code === 401) return true;
-  return false;
+  const sdk = httpSdkIfLoaded();
+  if (!sdk) return false; // only the HTTP transports throw these
+  if (err instanceof sdk.UnauthorizedError) return true;
+  return httpStatusOf(err) === 401;
+}
+
+/** An error of the SDK's SSE transport (its event stream failed). */
+export function isSseError(err: unknown): boolean {
+  const sdk = httpSdkIfLoaded();
+  return sdk !== undefined && err instanceof sdk.SseError;
 }
 
 /**
@@ -43,7 +47,8 @@ export function isPermanentStatus(status: number | undefined): boolean {
 
 /** The HTTP status an SDK transport error carries, when it carries one. */
 export function httpStatusOf(err: unknown): number | undefined {
-  if ((err instanceof StreamableHTTPError || err instanceof SseError) && typeof err.code === 'number') return err.code;
+  const sdk = httpSdkIfLoaded();
+  if (sdk && (err instanceof sdk.StreamableHTTPError || err instanceof sdk.SseError) && typeof err.code === 'number') return err.code;
   return undefined;
 }
 

@@ -4,8 +4,8 @@
  * server. The connection owns what is built; this file only makes it.
  */
 import { resolve as resolvePath } from 'node:path';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { ServerConfig } from '../../machines/types.js';
@@ -14,6 +14,7 @@ import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import type { transportOf } from '../gating/fingerprint.js';
 import { childEnv, type EnvPolicy } from './env.js';
 import { configError, httpStatusOf, isPermanentStatus } from './errors.js';
+import { loadHttpSdk } from './http-sdk.js';
 import type { ProcessTracker } from './processes.js';
 import { sessionLossFetch, type SessionLoss } from './session-loss.js';
 import { StdioProcessTransport } from './stdio-transport.js';
@@ -86,6 +87,7 @@ export async function buildTransport(ctx: TransportContext): Promise<BuiltTransp
       return { transport: stdio, stdio, helperHeaders };
     }
     case 'http': {
+      const { StreamableHTTPClientTransport } = await loadHttpSdk();
       const http = new StreamableHTTPClientTransport(serverUrl(ctx.server, config.url), {
         requestInit: { headers: { ...(config.headers ?? {}), ...helperHeaders } },
         fetch: sessionLossFetch((loss) => ctx.onSessionLoss(loss), recordingFetch(ctx)),
@@ -93,14 +95,15 @@ export async function buildTransport(ctx: TransportContext): Promise<BuiltTransp
       return { transport: http, http, helperHeaders };
     }
     case 'sse':
-      return { transport: sseTransport(ctx, helperHeaders), helperHeaders };
+      return { transport: await sseTransport(ctx, helperHeaders), helperHeaders };
     case 'sdk':
       return { transport: await linkInProcess(ctx), helperHeaders };
   }
 }
 
 /** An SSE transport for the entry: its own kind, or the fallback of an `http` entry. */
-export function sseTransport(ctx: TransportContext, helperHeaders: Record<string, string>): SSEClientTransport {
+export async function sseTransport(ctx: TransportContext, helperHeaders: Record<string, string>): Promise<SSEClientTransport> {
+  const { SSEClientTransport } = await loadHttpSdk();
   return new SSEClientTransport(serverUrl(ctx.server, ctx.config.url), {
     requestInit: { headers: { ...(ctx.config.headers ?? {}), ...helperHeaders } },
     fetch: recordingFetch(ctx),

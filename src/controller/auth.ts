@@ -1,8 +1,10 @@
 import type { AnyActorRef } from 'xstate';
 import { stateNameOf } from '../../machines/reason.js';
-import type { DesiredMap } from '../../machines/types.js';
-import { OAuthManager } from '../auth/manager.js';
-import { defaultTokenStorePath, FileTokenStore } from '../auth/token-store.js';
+import type { DesiredMap, DesiredServer } from '../../machines/types.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { hasUserAuthorization, isServerOAuth } from '../auth/applies.js';
+import type { OAuthManager } from '../auth/manager.js';
+import { defaultTokenStorePath, FileTokenStore, type TokenStore } from '../auth/token-store.js';
 import type { Logger, McpControllerOptions, ServerStateName } from './types.js';
 
 /** What the OAuth hooks need from the controller. */
@@ -27,23 +29,59 @@ export interface AuthHooksDeps {
  * store, or while a connect attempt was still failing with 401.
  */
 export class AuthHooks {
-  readonly oauth: OAuthManager;
+  /** Where tokens are kept (its `path` is watched by the controller). */
+  readonly store: TokenStore;
   /** Servers that got new tokens since their current connect attempt began. */
   private readonly fresh = new Set<string>();
+  private manager: OAuthManager | undefined;
+  private loading: Promise<OAuthManager> | undefined;
 
   constructor(private readonly deps: AuthHooksDeps) {
-    const { options } = deps;
-    const tokenStore = options.oauth?.tokenStore;
-    this.oauth = new OAuthManager({
-      store: typeof tokenStore === 'object' ? tokenStore : new FileTokenStore(tokenStore ?? defaultTokenStorePath(deps.env)),
-      ...(options.onAuthorizationUrl ? { onAuthorizationUrl: options.onAuthorizationUrl } : {}),
-      ...(options.onAuthorizationGrant ? { onAuthorizationGrant: options.onAuthorizationGrant } : {}),
-      ...(options.oauth?.clientName ? { clientName: options.oauth.clientName } : {}),
-      ...(options.oauth?.clientMetadataUrl ? { clientMetadataUrl: options.oauth.clientMetadataUrl } : {}),
-      ...(options.oauth?.authorizationTimeoutMs ? { authorizationTimeoutMs: options.oauth.authorizationTimeoutMs } : {}),
-      warn: (message) => deps.logger.warn(message),
+    const tokenStore = deps.options.oauth?.tokenStore;
+    this.store = typeof tokenStore === 'object' ? tokenStore : new FileTokenStore(tokenStore ?? defaultTokenStorePath(deps.env));
+  }
+
+  /**
+   * The token manager, loaded on first use: the OAuth code and the SDK's
+   * auth module stay unloaded in a workspace without remote servers (issue 16).
+   */
+  oauth(): Promise<OAuthManager> {
+    this.loading ??= import('../auth/manager.js').then(({ OAuthManager }) => {
+      const { options, logger } = this.deps;
+      const manager = new OAuthManager({
+        store: this.store,
+        ...(options.onAuthorizationUrl ? { onAuthorizationUrl: options.onAuthorizationUrl } : {}),
+        ...(options.onAuthorizationGrant ? { onAuthorizationGrant: options.onAuthorizationGrant } : {}),
+        ...(options.oauth?.clientName ? { clientName: options.oauth.clientName } : {}),
+        ...(options.oauth?.clientMetadataUrl ? { clientMetadataUrl: options.oauth.clientMetadataUrl } : {}),
+        ...(options.oauth?.authorizationTimeoutMs ? { authorizationTimeoutMs: options.oauth.authorizationTimeoutMs } : {}),
+        warn: (message) => logger.warn(message),
+      });
+      manager.onAuthorized((name) => this.tokensArrived(name));
+      this.manager = manager;
+      return manager;
     });
-    this.oauth.onAuthorized((name) => this.tokensArrived(name));
+    return this.loading;
+  }
+
+  /**
+   * The fetch wrapper that attaches `name`'s tokens and answers its 401s, or
+   * undefined when OAuth does not apply to the entry (nothing is loaded then).
+   */
+  fetchFor(name: string, entry: DesiredServer): ((next: FetchLike) => FetchLike) | undefined {
+    if (!isServerOAuth(entry) || hasUserAuthorization(entry)) return undefined;
+    return (next) => {
+      let wrapped: FetchLike | undefined;
+      return async (input, init) => {
+        wrapped ??= (await this.oauth()).fetchFor(name, entry)?.(next) ?? next;
+        return wrapped(input, init);
+      };
+    };
+  }
+
+  /** Stop the manager's flows and timers, when it was ever loaded. */
+  dispose(): void {
+    this.manager?.dispose();
   }
 
   /** A connect attempt of `name` begins: tokens that arrive from here on are news to it. */
@@ -61,7 +99,7 @@ export class AuthHooks {
     for (const [name, ref] of Object.entries(this.deps.serverActors())) {
       if (stateNameOf(ref.getSnapshot()) !== 'needs_auth') continue;
       const entry = this.deps.desired()[name];
-      if (entry && (await this.oauth.hasTokens(entry).catch(() => false))) this.tokensArrived(name);
+      if (entry && (await (await this.oauth()).hasTokens(entry).catch(() => false))) this.tokensArrived(name);
     }
   }
 

@@ -155,7 +155,7 @@ export class McpController {
       cache: () => this.cache,
       disposing: () => this.disposing !== undefined,
       clientFeatures: () => this.clientFeatures(),
-      fetchFor: (name, entry) => this.auth.oauth.fetchFor(name, entry),
+      fetchFor: (name, entry) => this.auth.fetchFor(name, entry),
       connectStarted: (name) => this.auth.connectStarted(name),
       promptsChanged: () => this.emitClientUpdate(),
       report: (name, event) => this.view.serverActors()[name]?.send(event),
@@ -255,7 +255,7 @@ export class McpController {
       // that finds nothing new to send.
       const storePath = this.decisions.store.path;
       // The token store too: tokens stored by `mcp-reconciler auth` in another terminal wake servers in needs_auth.
-      const tokenPath = this.auth.oauth.store.path;
+      const tokenPath = this.auth.store.path;
       this.watcher = watchConfigFiles({
         files: [...this.reader.sources.map((s) => s.path), ...(storePath ? [storePath] : []), ...(tokenPath ? [tokenPath] : [])],
         debounceMs: this.options.debounceMs ?? 300,
@@ -293,7 +293,7 @@ export class McpController {
     // Every close, including those the machines started on their way out and an
     // HTTP session DELETE, is over before dispose() resolves.
     await this.connections.closeAll();
-    this.auth.oauth.dispose();
+    this.auth.dispose();
     await this.tracker.killAll();
     await this.cache?.flush();
     this.actor.stop();
@@ -520,7 +520,7 @@ export class McpController {
   async authenticate(server: string, options: AuthorizeOptions = {}): Promise<void> {
     this.assertLive();
     const entry = await this.decisionEntry(server);
-    await this.auth.oauth.authorize(server, entry, options);
+    await (await this.auth.oauth()).authorize(server, entry, options);
     // The manager's `authorized` event already told the machine; a server that was not waiting reconnects.
     if (this.started && this.unavailableReason(server) === 'failed') this.actor.send({ type: 'RECONNECT', name: server });
   }
@@ -533,7 +533,7 @@ export class McpController {
   async logout(server: string): Promise<boolean> {
     this.assertLive();
     const entry = await this.decisionEntry(server);
-    return this.auth.oauth.logout(entry);
+    return (await this.auth.oauth()).logout(entry);
   }
 
   /**

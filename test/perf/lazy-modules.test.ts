@@ -1,0 +1,54 @@
+/**
+ * Issue 16 (the manager's RSS): a host whose servers all run over stdio never
+ * loads the SDK's HTTP transports, the SDK's OAuth module or our own OAuth
+ * code. A real host process imports the built library, starts a stdio server
+ * and lists its tools, with a module hook recording every module it loads.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fixturePath, repoRoot } from '../helpers/fixtures.js';
+
+const LAZY = [
+  '@modelcontextprotocol/sdk/dist/esm/client/auth.js',
+  '@modelcontextprotocol/sdk/dist/esm/client/sse.js',
+  '@modelcontextprotocol/sdk/dist/esm/client/streamableHttp.js',
+  '/dist/src/auth/manager.js',
+  '/dist/src/auth/cross-app-access.js',
+];
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** Run a host that starts `servers` and return every module URL it loaded. */
+function loadedModules(servers: Record<string, unknown>): string[] {
+  const dir = mkdtempSync(join(tmpdir(), 'lazy-modules-'));
+  dirs.push(dir);
+  const log = join(dir, 'loaded.txt');
+  const hooks = join(dir, 'hooks.mjs');
+  writeFileSync(hooks, `import { appendFileSync } from 'node:fs';\nexport async function resolve(s, c, next) { const r = await next(s, c); appendFileSync(${JSON.stringify(log)}, r.url + '\\n'); return r; }\n`);
+  writeFileSync(join(dir, 'settings.json'), JSON.stringify({ mcpServers: servers }));
+  const host = `
+    import { register } from 'node:module';
+    register(${JSON.stringify(pathToFileURL(hooks).href)});
+    const { createMcpController } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, 'dist/src/index.js')).href)});
+    const c = createMcpController({ cwd: ${JSON.stringify(dir)}, sources: [{ scope: 'user', path: ${JSON.stringify(join(dir, 'settings.json'))} }],
+      approvals: ${JSON.stringify(join(dir, 'approvals.json'))}, watch: false, listingCache: false, processStateFile: false });
+    try { await c.start(); if (c.tools().length === 0) throw new Error('no tools: ' + JSON.stringify(c.status())); } finally { await c.dispose(); }
+  `;
+  execFileSync(process.execPath, ['--input-type=module', '-e', host], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+  return readFileSync(log, 'utf8').split('\n').filter(Boolean);
+}
+
+describe('module loading', () => {
+  it('a stdio-only workspace loads no HTTP transport and no OAuth code', () => {
+    const loaded = loadedModules({ s: { command: process.execPath, args: [fixturePath('basic-server')] } });
+    expect(loaded.some((u) => u.endsWith('/dist/src/connection/connect.js'))).toBe(true);
+    for (const m of LAZY) expect(loaded.filter((u) => u.endsWith(m)), m).toEqual([]);
+  });
+});
