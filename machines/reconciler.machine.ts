@@ -52,7 +52,7 @@ const EMPTY_GATING: GatingState = Object.freeze({ excluded: [], trusted: false, 
 
 /**
  * Whether two entries would make a server behave the same: same provenance,
- * same full-config hash, same connection fingerprint, and the same
+ * same approval and whole-config hashes, same connection fingerprint, and the same
  * `startup` / `idleTimeoutMs` (the one pair the hashes leave out, so that
  * changing them needs no new approval). No deep comparison is needed.
  */
@@ -62,6 +62,7 @@ export function sameEntry(a: DesiredServer, b: DesiredServer): boolean {
     a.scope === b.scope &&
     a.source === b.source &&
     a.hash === b.hash &&
+    a.configHash === b.configHash &&
     a.fingerprint === b.fingerprint &&
     a.config.startup === b.config.startup &&
     a.config.idleTimeoutMs === b.config.idleTimeoutMs

@@ -392,7 +392,8 @@ export const serverMachine = setup({
     verdictIs: ({ context }, params: { verdict: AdmissionVerdict }) => admissionOf(context.entry, context.gating) === params.verdict,
     updateAdmitted: ({ event }) => event.type === 'UPDATE' && admissionOf(event.entry, event.gating) === 'admitted',
     updateFingerprintChanged: ({ context, event }) => event.type === 'UPDATE' && event.entry.fingerprint !== context.entry.fingerprint,
-    updateConfigChanged: ({ context, event }) => event.type === 'UPDATE' && event.entry.hash !== context.entry.hash,
+    updateConfigChanged: ({ context, event }) =>
+      event.type === 'UPDATE' && (event.entry.hash !== context.entry.hash || event.entry.configHash !== context.entry.configHash),
     updateVerdictChanged: ({ context, event }) =>
       event.type === 'UPDATE' && admissionOf(event.entry, event.gating) !== admissionOf(context.entry, context.gating),
     // Typed loosely: setup() does not see invoke done events, and a synthetic or late one may carry anything.

@@ -101,8 +101,15 @@ export interface DesiredServer {
   config: ServerConfig;
   /** Hash of the connection-relevant fields (SPEC §2.5). */
   fingerprint: string;
-  /** Hash of the full config, what approvals are bound to (SPEC §4). */
+  /** Hash of what runs and what it reaches, what approvals are bound to (SPEC §4, issue 15). */
   hash: string;
+  /**
+   * Hash of the whole config (every field but `startup` / `idleTimeoutMs`):
+   * any edit changes it, which is how the reconciler tells an edited entry
+   * (a filter, a description) from an unchanged one. Absent in hand-made
+   * entries, where `hash` alone is compared.
+   */
+  configHash?: string;
   /**
    * A listing of this fingerprint is in the listing cache, so its tools can be
    * registered before (or without) connecting. Set by the controller; not part

@@ -1,5 +1,5 @@
 import { SCOPES, type DesiredServer, type Scope, type ServerConfig } from '../../machines/types.js';
-import { approvalHash } from '../approvals/hash.js';
+import { approvalHash, configHash } from '../approvals/hash.js';
 import { fingerprint } from '../gating/fingerprint.js';
 import type { LoadedSource, ScopedSettings } from './load.js';
 import type { ConfigIssue } from './sources.js';
@@ -25,7 +25,7 @@ export interface ExtraServers {
 }
 
 function entry(name: string, scope: Scope, source: string, config: ServerConfig): DesiredServer {
-  return { name, scope, source, config, fingerprint: fingerprint(config), hash: approvalHash(config) };
+  return { name, scope, source, config, fingerprint: fingerprint(config), hash: approvalHash(config), configHash: configHash(config) };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { isGated } from '../../machines/admission.js';
 import type { ApprovalDecision, DesiredMap, DesiredServer } from '../../machines/types.js';
+import { decisionsFor } from '../approvals/hash.js';
 import type { ApprovalRecord, ApprovalStore } from '../approvals/store.js';
 import type { ConfigIssue } from '../config/sources.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
@@ -34,10 +35,13 @@ export class Decisions {
     }
   }
 
-  /** The decision in force per server: the session's, else the store's as last read. */
-  merged(): Record<string, ApprovalDecision> {
-    const out: Record<string, ApprovalDecision> = {};
-    for (const [name, rec] of Object.entries(this.stored)) out[name] = { hash: rec.hash, decision: rec.decision };
+  /**
+   * The decision in force per server of `desired`: the session's, else the
+   * store's as last read (one stored under an earlier version's hash of the
+   * same config included).
+   */
+  merged(desired: DesiredMap): Record<string, ApprovalDecision> {
+    const out = decisionsFor(this.stored, desired);
     // A session approval for the current hash wins over a stored decision for the session's life.
     for (const [name, d] of Object.entries(this.session)) out[name] = d;
     return out;

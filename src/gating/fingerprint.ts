@@ -12,13 +12,12 @@ export function transportOf(config: ServerConfig): NonNullable<ServerConfig['typ
 }
 
 /**
- * Stable hash of the connection-relevant fields only: also `fallbackToSse`
- * (whether an http entry may end up on SSE) and `headersHelper` (the command
- * whose output becomes headers). A change to
- * `description`, `includeTools`/`excludeTools`, `timeout` or `disabled` keeps
- * it, so a filter edit re-applies the filter without reconnecting.
+ * The connection-relevant fields of a config, normalised: the effective
+ * `type`, the {@link CONNECTION_FIELDS} that are set (`env`/`headers`/`auth`
+ * `{}` ≡ absent, `fallbackToSse: false` ≡ absent), and an in-process
+ * instance by identity. What the fingerprint and the approval hash cover.
  */
-export function fingerprint(config: ServerConfig): string {
+export function connectionIdentity(config: ServerConfig): Record<string, unknown> {
   const picked: Record<string, unknown> = { type: transportOf(config) };
   for (const field of CONNECTION_FIELDS) {
     if (field === 'type') continue;
@@ -32,5 +31,16 @@ export function fingerprint(config: ServerConfig): string {
   if (config.instance !== undefined && config.instance !== null && typeof config.instance === 'object') {
     picked.instance = identityOf(config.instance);
   }
-  return stableHash(picked);
+  return picked;
+}
+
+/**
+ * Stable hash of the connection-relevant fields only: also `fallbackToSse`
+ * (whether an http entry may end up on SSE) and `headersHelper` (the command
+ * whose output becomes headers). A change to
+ * `description`, `includeTools`/`excludeTools`, `timeout` or `disabled` keeps
+ * it, so a filter edit re-applies the filter without reconnecting.
+ */
+export function fingerprint(config: ServerConfig): string {
+  return stableHash(connectionIdentity(config));
 }

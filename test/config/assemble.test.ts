@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerConfig } from '../../machines/types.js';
-import { approvalHash } from '../../src/approvals/hash.js';
+import { approvalHash, configHash } from '../../src/approvals/hash.js';
 import { assemble } from '../../src/config/assemble.js';
 import type { LoadedSource } from '../../src/config/load.js';
 import type { ConfigSource } from '../../src/config/sources.js';
@@ -43,10 +43,10 @@ describe('assemble', () => {
     expect(r.desired.c).toMatchObject({ scope: 'sdk', source: 'sdk' });
   });
 
-  it('gives every entry its fingerprint and approval hash', () => {
+  it('gives every entry its fingerprint, approval hash and whole-config hash', () => {
     const config: ServerConfig = { type: 'stdio', command: 'x', description: 'd' };
     const r = assemble([loaded(project, { a: config })]);
-    expect(r.desired.a).toEqual({ name: 'a', scope: 'project', source: project.path, config, fingerprint: fingerprint(config), hash: approvalHash(config) });
+    expect(r.desired.a).toEqual({ name: 'a', scope: 'project', source: project.path, config, fingerprint: fingerprint(config), hash: approvalHash(config), configHash: configHash(config) });
   });
 
   it('settings: kept per source in precedence order, unmerged (the merge needs the folder’s trust)', () => {

@@ -6,6 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ServerConfig } from '../../machines/types.js';
 import { stdioFixtureConfig } from '../helpers/fixtures.js';
+import { waitFor } from '../helpers/processes.js';
 import { cli, firstText, Harness, processesMatching, row, toolNames, waitState, type Workspace } from './support.js';
 
 const h = new Harness();
@@ -145,6 +146,37 @@ describe('a gated server from .mcp.json', () => {
     expect(c.pids()).toEqual([]);
     expect(processesMatching(a.marker)).toEqual([]);
     expect(processesMatching(b.marker)).toEqual([]);
+  });
+
+  it('a filter, description or timeout edit of an approved server applies without a new prompt and without a reconnect (issue 15)', async () => {
+    const ws = h.workspace();
+    const { config, marker } = markedServer(ws, 'kb');
+    ws.writeMcpJson({ kb: config });
+    const c = h.controller(ws);
+    const prompts: string[][] = [];
+    c.on('pending-approval', (e) => prompts.push(e.servers));
+    await c.start();
+    await c.approve('kb');
+    await waitState(c, 'kb', 'connected');
+    const pid = row(c, 'kb').pid;
+    expect(toolNames(c)).toContain('mcp__kb__add');
+    expect(prompts).toEqual([['kb']]);
+
+    ws.writeMcpJson({ kb: { ...config, excludeTools: ['add'], description: 'knowledge base', timeout: 5_000 } });
+    await c.reload();
+    expect(row(c, 'kb').state).toBe('connected');
+    expect(row(c, 'kb').pid).toBe(pid);
+    expect(toolNames(c)).not.toContain('mcp__kb__add');
+    expect(toolNames(c)).toContain('mcp__kb__echo');
+    expect(prompts).toEqual([['kb']]);
+    expect(processesMatching(marker)).toEqual([pid]);
+
+    // What runs changed: asked again, and nothing of the new config runs before that.
+    ws.writeMcpJson({ kb: { ...config, args: [...(config.args ?? []), '--again'] } });
+    await c.reload();
+    expect(row(c, 'kb').state).toBe('pending_approval');
+    expect(prompts.at(-1)).toEqual(['kb']);
+    await waitFor(() => processesMatching(marker).length === 0, 'the old process to stop');
   });
 
   it('an untrusted folder starts nothing from .mcp.json, even when approved', async () => {

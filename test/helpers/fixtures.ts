@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DesiredServer, Scope, ServerConfig } from '../../machines/types.js';
-import { approvalHash } from '../../src/approvals/hash.js';
+import { approvalHash, configHash } from '../../src/approvals/hash.js';
 import { fingerprint } from '../../src/gating/fingerprint.js';
 
 function findRoot(): string {
@@ -41,7 +41,7 @@ export function modulePath(relative: string): string {
 
 /** A desired-server entry for `config`, with its fingerprint and approval hash computed. */
 export function desiredServer(name: string, config: ServerConfig, scope: Scope = 'runtime', source = scope === 'sdk' ? 'sdk' : 'runtime'): DesiredServer {
-  return { name, scope, source, config, fingerprint: fingerprint(config), hash: approvalHash(config) };
+  return { name, scope, source, config, fingerprint: fingerprint(config), hash: approvalHash(config), configHash: configHash(config) };
 }
 
 /** Options of {@link stdioFixture}. */

@@ -1,5 +1,6 @@
 import { approvalStateOf, isGated, type ApprovalState } from '../../../machines/admission.js';
-import type { ApprovalDecision, DesiredServer, ServerConfig } from '../../../machines/types.js';
+import type { DesiredServer, ServerConfig } from '../../../machines/types.js';
+import { decisionsFor } from '../../approvals/hash.js';
 import { canonicalRoot, FileApprovalStore } from '../../approvals/store.js';
 import { nameCollisionIssues } from '../../config/name-collisions.js';
 import { redactServerConfig } from '../../config/redact.js';
@@ -33,8 +34,7 @@ async function run(ctx: CliContext): Promise<number> {
 
   const store = new FileApprovalStore(g.approvalsPath);
   const { decisions, error: approvalsError } = await store.load(await canonicalRoot(g.root));
-  const approvals: Record<string, ApprovalDecision> = {};
-  for (const [name, r] of Object.entries(decisions)) approvals[name] = { hash: r.hash, decision: r.decision };
+  const approvals = decisionsFor(decisions, desired);
   // The person running the CLI in this folder is the one who trusts it.
   const computed = computeGating(desired, { settings, cliAllowedServerNames: g.cliAllowedServerNames, trusted: true, approvals });
 
