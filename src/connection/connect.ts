@@ -350,13 +350,16 @@ class Connection implements LiveConnection {
       prompts: () => this.fetchPrompts(options),
       resources: () => this.fetchResources(options).catch((err: unknown) => this.resourcesRefused(err)),
     };
-    for (const kind of ['tools', 'prompts', 'resources'] as const) {
-      for (let i = 0; i < MAX_INITIAL_RELISTS; i++) {
-        const seq = this.seq[kind];
-        await race(fetchers[kind]());
-        if (seq === this.seq[kind]) break;
-      }
-    }
+    // The three listings go out together: one round trip of the server instead of three.
+    await Promise.all(
+      (['tools', 'prompts', 'resources'] as const).map(async (kind) => {
+        for (let i = 0; i < MAX_INITIAL_RELISTS; i++) {
+          const seq = this.seq[kind];
+          await race(fetchers[kind]());
+          if (seq === this.seq[kind]) break;
+        }
+      }),
+    );
   }
 
   private async fetchTools(options: { signal?: AbortSignal; timeout: number }): Promise<Tool[]> {

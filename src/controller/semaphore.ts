@@ -196,33 +196,38 @@ export function holdWhileStarting(lease: Lease, options: StartHoldOptions): Star
       const first = own(pid);
       if (first === undefined) return; // blind: the short cap stays
       spawnedPid = pid;
-      // The tree: a launcher (`sh -c`, `npx`) may leave the real work to its child.
-      ticksAtSpawn = options.ownCpuTicks ? options.cpuTicks(pid) : first;
+      // Right after exec the process has no children yet, so its own reading is the tree's
+      // (and reading /proc/<pid>/task while the exec settles is slow).
+      ticksAtSpawn = first;
       clearTimeout(cap);
       cap = setTimeout(() => release(), options.maxHoldMs ?? 5_000);
       cap.unref();
       let lastOwn = first;
       // The tree's reading at the previous sample, when it was read then.
       let lastTree: number | undefined;
+      let ownIdle = 0;
       let idle = 0;
       sampler = setInterval(() => {
         const now = own(pid);
         if (now === undefined) return release(); // the process is gone: its start is over either way
-        const ownIdle = now - lastOwn <= idleTicks;
+        ownIdle = now - lastOwn <= idleTicks ? ownIdle + 1 : 0;
         lastOwn = now;
-        if (!ownIdle) {
+        if (ownIdle === 0) {
           idle = 0;
           lastTree = undefined;
           return;
         }
         if (!options.ownCpuTicks) {
-          idle++;
-        } else {
-          // Idle alone, but a launcher's server may be the busy one: compare the tree over one interval.
+          idle = ownIdle;
+        } else if (ownIdle >= idleSamples || lastTree !== undefined) {
+          // Idle alone for a while, but a launcher's server may be the busy one: from now on
+          // compare the tree over each interval (a process that starts fast never gets here).
           const tree = options.cpuTicks(pid);
           if (tree === undefined) return release();
           idle = lastTree !== undefined && tree - lastTree <= idleTicks ? idle + 1 : 0;
           lastTree = tree;
+          if (idle >= 1) return release();
+          return;
         }
         if (idle >= idleSamples) release();
       }, sampleMs);
