@@ -78,8 +78,14 @@ export class StatusView {
         reason: reasonOf(snap),
         tools: registry.toolsOf(name).map((t) => t.name),
         prompts: registry.promptsOf(name).map((p) => p.name),
+        resources: registry.resources.resourcesOf(name).map((r) => r.uri),
+        resourceTemplates: registry.resources.templatesOf(name).map((t) => t.uriTemplate),
         skippedTools: registry.skippedOf(name),
-        cached: registry.toolsOf(name).some((t) => t.cached === true) || registry.promptsOf(name).some((p) => p.cached === true),
+        cached:
+          registry.toolsOf(name).some((t) => t.cached === true) ||
+          registry.promptsOf(name).some((p) => p.cached === true) ||
+          registry.resources.resourcesOf(name).some((r) => r.cached === true) ||
+          registry.resources.templatesOf(name).some((t) => t.cached === true),
         lastError: ctx.lastError,
         generation: ctx.generation,
         attempt: ctx.attempt,
@@ -98,6 +104,8 @@ export class StatusView {
         reason: 'removed',
         tools: [],
         prompts: [],
+        resources: [],
+        resourceTemplates: [],
         skippedTools: [],
         cached: false,
         lastError: undefined,

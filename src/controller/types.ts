@@ -30,6 +30,10 @@ export interface ServerStatus {
   tools: string[];
   /** Registered prompt names. */
   prompts: string[];
+  /** URIs of the resources the server lists (shadowed ones included; see `resources()` for owners). */
+  resources: string[];
+  /** URI templates of the resource templates the server lists. */
+  resourceTemplates: string[];
   /** Tools the server lists that were not registered, with why. */
   skippedTools: SkippedTool[];
   /**

@@ -29,6 +29,7 @@ describe('controller resources', () => {
       { uri: 'note://static/hello', name: 'hello', description: 'A static note.', mimeType: 'text/plain', server: 'notes', generation: 1 },
     ]);
     expect(c.resourceTemplates().map((t) => [t.uriTemplate, t.server])).toEqual([['note://notes/{id}', 'notes']]);
+    expect(c.status().find((r) => r.name === 'notes')).toMatchObject({ resources: ['note://static/hello'], resourceTemplates: ['note://notes/{id}'], cached: false });
     expect(resourceText(await c.readResource('note://static/hello'))).toBe('hello from N');
     expect(resourceText(await c.readResource('note://notes/3'))).toBe('note 3 from N');
     const unknown = await rejection(c.readResource('other://nothing'));
