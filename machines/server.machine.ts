@@ -31,7 +31,8 @@
  * Holds (issue 14, the gateway's shared pool): HOLD marks the server wanted
  * by a host, RELEASE unmarks it; either is recorded in any state, so gates
  * still decide first. HOLD wakes a `dormant` server (a lazy one with a cache
- * waits for its call), and a held server never idles out; RELEASE in
+ * waits for its call), and a held server idles out only on the `idleTimeoutMs`
+ * of its own config (the controller default waits for RELEASE); RELEASE in
  * `connected.idle` restarts the idle timer. With `lifecycle.onDemand`, an
  * admitted server nobody holds rests in `dormant` (no cache fill either).
  *
@@ -272,10 +273,15 @@ export function startupOf(context: Pick<ServerContext, 'entry' | 'lifecycle'>): 
   return context.entry.config.startup ?? context.lifecycle.startup;
 }
 
+/** The `idleTimeoutMs` the server's own config sets, if any. */
+function ownIdleTimeoutOf(context: Pick<ServerContext, 'entry'>): number | undefined {
+  const own = context.entry.config.idleTimeoutMs;
+  return typeof own === 'number' && own > 0 ? own : undefined;
+}
+
 /** The server's own `idleTimeoutMs`, else the controller default; `undefined` never idles out. */
 export function idleTimeoutOf(context: Pick<ServerContext, 'entry' | 'lifecycle'>): number | undefined {
-  const own = context.entry.config.idleTimeoutMs;
-  return typeof own === 'number' && own > 0 ? own : context.lifecycle.idleTimeoutMs;
+  return ownIdleTimeoutOf(context) ?? context.lifecycle.idleTimeoutMs;
 }
 
 /** Longest timer Node keeps exact (2^31−1 ms); the idle timer of a server that never idles out is parked there, guarded off. */
@@ -412,8 +418,10 @@ export const serverMachine = setup({
     /** Calls in flight or resource subscriptions held: a connected server must stay up. */
     inUse: ({ context }) => context.calls > 0 || context.subscriptions > 0,
     subscribed: ({ context }) => context.subscriptions > 0,
-    // A held server is someone's to keep: only a released one idles out.
-    idleStops: ({ context }) => idleTimeoutOf(context) !== undefined && !context.held,
+    // A held server is someone's to keep: the host's default idle timeout applies once it is
+    // released, but a server whose own config sets `idleTimeoutMs` asked to be stopped when
+    // unused, held or not (its next call wakes it).
+    idleStops: ({ context }) => idleTimeoutOf(context) !== undefined && (!context.held || ownIdleTimeoutOf(context) !== undefined),
     /** Started on demand only, and nobody holds it: admission and a finished connect leave it dormant. */
     waitsForHold: ({ context }) => context.lifecycle.onDemand === true && !context.held,
   },

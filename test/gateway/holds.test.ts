@@ -43,6 +43,15 @@ describe('server machine holds', () => {
     expect(stateNameOf(run(up, { type: 'RELEASE' }, { type: 'HOLD' }, AFTER_IDLE))).toBe('connected');
   });
 
+  it("a held server still idles out on its own config's idleTimeoutMs (not the host default), and its next call wakes it", () => {
+    const own = entry('s', { config: { command: 'node', args: ['s.js'], idleTimeoutMs: 60_000 } });
+    const up = run(start({ onDemand: true }, own), { type: 'HOLD' }, connected);
+    const stopped = run(up, AFTER_IDLE);
+    expect(stateNameOf(stopped)).toBe('dormant');
+    expect(stopped.context.held).toBe(true);
+    expect(stateNameOf(run(stopped, { type: 'CALL_STARTED' }))).toBe('connecting');
+  });
+
   it('released while it starts, it goes back to dormant once connected', () => {
     expect(stateNameOf(run(start({ onDemand: true }), { type: 'HOLD' }, { type: 'RELEASE' }, connected))).toBe('dormant');
   });
