@@ -1,8 +1,11 @@
 import { DEFAULT_REQUEST_TIMEOUT_MSEC } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode as McpErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { McpController } from '../../controller.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
 import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
 import { withController } from '../controller-session.js';
+import { terminalElicitation } from '../elicit-prompt.js';
+import { canPrompt } from '../inputs.js';
 
 function parseArgsJson(text: string | undefined): Record<string, unknown> {
   if (text === undefined || text.trim() === '') return {};
@@ -25,7 +28,10 @@ async function run(ctx: CliContext): Promise<number> {
   const [tool, json] = ctx.positionals as [string, string?];
   const args = parseArgsJson(json);
   const timeoutMs = parseTimeoutMs(ctx.values);
-  const result = await withController(ctx, (c) =>
+  // On a terminal a tool may ask the user (elicitation); without one it is not offered, so a
+  // server that needs an answer says so instead of waiting for one nobody can give.
+  const extra = canPrompt(ctx.io) ? { onElicitation: terminalElicitation(ctx.io) } : {};
+  const call = (c: McpController): Promise<CallToolResult> =>
     c.callTool(tool, args, timeoutMs === undefined ? {} : { timeoutMs }).catch((err: unknown) => {
       // The SDK's own message ("Request timed out") names neither the tool nor the limit.
       if (err instanceof McpError && err.code === McpErrorCode.RequestTimeout) {
@@ -37,8 +43,8 @@ async function run(ctx: CliContext): Promise<number> {
         });
       }
       throw err;
-    }),
-  );
+    });
+  const result = await withController(ctx, call, extra);
   if (ctx.global.json) {
     ctx.io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   } else {
