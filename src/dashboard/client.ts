@@ -63,6 +63,7 @@ export const CLIENT_JS = String.raw`
     }).then(function (res) {
       return res.json().catch(function () { return {}; }).then(function (data) {
         if (!res.ok) throw new Error((data && data.error) || ('HTTP ' + res.status));
+        return data;
       });
     }).catch(function (err) {
       var card = cards.get(body.server);
@@ -112,7 +113,7 @@ export const CLIENT_JS = String.raw`
   }
 
   function setActions(card, s) {
-    var key = s.promptable ? 'prompt' : (s.state === 'failed' || s.state === 'needs_auth' || s.state === 'reconnecting') ? 'reconnect' : '';
+    var key = s.promptable ? 'prompt' : s.state === 'needs_auth' ? 'auth' : (s.state === 'failed' || s.state === 'reconnecting') ? 'reconnect' : '';
     if (key === card.actionsKey) return;
     card.actionsKey = key;
     card.actions.textContent = '';
@@ -127,6 +128,21 @@ export const CLIENT_JS = String.raw`
       button('Approve', 'primary', 'approve', { server: s.name, persist: true }, 'approve');
       button('Approve for session', '', 'approve', { server: s.name, persist: false }, 'approve-session');
       button('Reject', 'danger', 'reject', { server: s.name }, 'reject');
+    } else if (key === 'auth') {
+      // The sign-in page opens in a new tab; a link stays in the card in case the browser blocked it.
+      var signIn = h('button', { text: 'Sign in', className: 'primary', type: 'button', 'data-action': 'sign-in' });
+      signIn.addEventListener('click', function () {
+        card.actionError.hidden = true;
+        post('auth', { server: s.name }, buttons).then(function (data) {
+          if (!data || !data.url || !/^https?:/i.test(data.url)) return;
+          window.open(data.url, '_blank', 'noopener');
+          var link = h('a', { text: 'Open the sign-in page', href: data.url, target: '_blank', rel: 'noopener noreferrer', 'data-action': 'sign-in-link' });
+          card.actions.appendChild(link);
+        });
+      });
+      buttons.push(signIn);
+      card.actions.appendChild(signIn);
+      button('Reconnect now', '', 'reconnect', { server: s.name }, 'reconnect');
     } else if (key === 'reconnect') {
       button('Reconnect now', '', 'reconnect', { server: s.name }, 'reconnect');
     }

@@ -88,7 +88,8 @@ function sse(res: ServerResponse, event: string, data: unknown): void {
  * (`?token=` or the `x-dashboard-token` header) and a loopback Host header;
  * POSTs must also be same-origin. Routes: `GET /` the page, `GET /events`
  * the SSE stream, `GET /api/status`, `POST /api/approve {server, persist?}`,
- * `POST /api/reject {server}`, `POST /api/reconnect {server}`.
+ * `POST /api/reject {server}`, `POST /api/reconnect {server}`, `POST /api/auth
+ * {server}` (starts an OAuth sign-in and answers with the URL to open).
  */
 export async function startDashboard(controller: McpController, opts: DashboardOptions = {}): Promise<Dashboard> {
   const host = opts.host ?? '127.0.0.1';
@@ -137,6 +138,9 @@ export async function startDashboard(controller: McpController, opts: DashboardO
       case 'POST /api/reconnect':
         await act(req, res, url.pathname.slice('/api/'.length) as 'approve' | 'reject' | 'reconnect');
         return;
+      case 'POST /api/auth':
+        await signIn(req, res);
+        return;
       default:
         if (url.pathname === '/' || url.pathname === '/events' || url.pathname.startsWith('/api/')) {
           send(res, 405, `Method ${req.method} not allowed on ${url.pathname}\n`);
@@ -181,6 +185,53 @@ export async function startDashboard(controller: McpController, opts: DashboardO
         await controller.reconnect(server);
       }
       sendJson(res, 200, { ok: true });
+    } catch (err) {
+      const hint = err instanceof McpReconcilerError ? err.hint : undefined;
+      sendJson(res, statusOf(err), { error: describeError(err), ...(hint ? { hint } : {}) });
+    }
+  };
+
+  /**
+   * Start an OAuth sign-in for a remote server and answer with the URL the
+   * user must open (or none, when the flow needed no browser: client
+   * credentials, a refresh). The flow goes on after the answer: the browser
+   * comes back to the loopback receiver, the server leaves `needs_auth`, and
+   * the page hears it over the event stream like any other change.
+   */
+  const signIn = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (!isSameOrigin(req, boundPort)) {
+      send(res, 403, 'Forbidden: cross-origin request refused.\n');
+      return;
+    }
+    try {
+      const body = await readJson(req);
+      const name = body.server;
+      if (typeof name !== 'string' || name === '') {
+        throw new McpReconcilerError(ErrorCode.Usage, 'missing "server" in the request body', { hint: 'send {"server":"<name>"}' });
+      }
+      hub.add({ kind: 'action', server: name, text: 'sign-in started from the dashboard' });
+      const url = await new Promise<string | undefined>((resolve, reject) => {
+        let answered = false;
+        controller
+          .authenticate(name, {
+            // Not awaited by the flow: the page opens the URL, the redirect completes it.
+            onAuthorizationUrl: (_server, authUrl) => {
+              answered = true;
+              resolve(authUrl.href);
+            },
+          })
+          .then(
+            () => {
+              hub.add({ kind: 'action', server: name, text: 'signed in from the dashboard' });
+              if (!answered) resolve(undefined);
+            },
+            (err: unknown) => {
+              if (!answered) reject(err);
+              else hub.add({ kind: 'action', server: name, text: `sign-in did not complete: ${describeError(err)}` });
+            },
+          );
+      });
+      sendJson(res, 200, { ok: true, ...(url ? { url } : {}) });
     } catch (err) {
       const hint = err instanceof McpReconcilerError ? err.hint : undefined;
       sendJson(res, statusOf(err), { error: describeError(err), ...(hint ? { hint } : {}) });

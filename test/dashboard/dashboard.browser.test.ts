@@ -16,6 +16,7 @@ import { startDashboard, type Dashboard } from '../../src/dashboard/server.js';
 import { fixturePath, repoRoot } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 import { browserTestSkipReason, findChromium } from '../helpers/chromium.js';
+import { startOAuthFixture } from '../fixtures/oauth-fixture.js';
 
 const skipReason = browserTestSkipReason();
 if (skipReason) console.warn(`\n[dashboard.browser.test] SKIPPED: ${skipReason}\n`);
@@ -188,6 +189,30 @@ describe.skipIf(skipReason !== undefined)('dashboard page', () => {
     await page.locator('article.card[data-server="issues"][data-state="rejected"]').waitFor({ timeout: 30_000 });
     expect(await currentNode('issues')).toEqual(['server.rejected']);
     expect(await page.locator('article.card[data-server="issues"] button[data-action="approve"]').count()).toBe(0);
+  });
+});
+
+describe.skipIf(skipReason !== undefined)('dashboard sign-in', () => {
+  it('a server in needs_auth gets a Sign in button that opens the sign-in page; the card turns connected', async () => {
+    const fixture = await startOAuthFixture();
+    try {
+      await controller.addRuntimeServer('remote', { type: 'http', url: fixture.url });
+      const card = page.locator('article.card[data-server="remote"][data-state="needs_auth"]');
+      await card.waitFor({ timeout: 30_000 });
+      // The page opens the authorization URL in a new tab; the fixture redirects it back to the loopback receiver.
+      const popup = page.waitForEvent('popup', { timeout: 30_000 });
+      await card.locator('button[data-action="sign-in"]').click();
+      await (await popup).waitForLoadState();
+      await page.locator('article.card[data-server="remote"][data-state="connected"]').waitFor({ timeout: 30_000 });
+      // Connected: the card's actions (the button, the fallback link) are gone with the need for them.
+      expect(await page.locator('article.card[data-server="remote"] [data-action^="sign-in"]').count()).toBe(0);
+      expect(pageRequests).toContain('POST /api/auth');
+      expect(fixture.counts.authorization_code).toBe(1);
+      expect(controller.status().find((r) => r.name === 'remote')!.tools.length).toBeGreaterThan(0);
+    } finally {
+      await controller.removeRuntimeServer('remote');
+      await fixture.close();
+    }
   });
 });
 
