@@ -86,6 +86,8 @@ describe('gateway pool: one process per server, reference counted by sessions', 
     const [b, c] = [pidOf('b'), pidOf('c')];
     await s1!.close();
     await waitFor(() => stateOf('a') === 'dormant', 'a to go dormant');
+    // Dormant at once; its process exits a moment later.
+    await waitFor(() => ws.serverPids().length === 2, "a's process to exit");
     expect(ws.serverPids().sort()).toEqual([b, c].sort());
     expect([stateOf('b'), stateOf('c'), pidOf('b'), pidOf('c')]).toEqual(['connected', 'connected', b, c]);
     expect(controller.tools().some((t) => t.name === 'mcp__a__echo')).toBe(true);
@@ -111,6 +113,7 @@ describe('gateway pool: one process per server, reference counted by sessions', 
       expect([stateOf('a'), pidOf('a')]).toEqual(['connected', a]);
       expect(aStates).toEqual([]);
       expect(textOf(await s4.client.callTool({ name: 'mcp__a__pid' }))).toBe(String(a));
+      await waitFor(() => ws.serverPids().length === 1, "b's and c's processes to exit");
       expect(ws.serverPids()).toEqual([a]);
     } finally {
       off();
