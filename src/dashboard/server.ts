@@ -162,7 +162,16 @@ export async function startDashboard(controller: McpController, opts: DashboardO
     });
   };
 
-  const act = async (req: IncomingMessage, res: ServerResponse, action: 'approve' | 'reject' | 'reconnect'): Promise<void> => {
+  /**
+   * A guarded POST about one server: same-origin only, a JSON body naming
+   * `server`; `handle` returns the JSON answer, and a user-facing error
+   * becomes `{error, hint}` with its status.
+   */
+  const postAbout = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    handle: (server: string, body: Record<string, unknown>) => Promise<Record<string, unknown>>,
+  ): Promise<void> => {
     if (!isSameOrigin(req, boundPort)) {
       send(res, 403, 'Forbidden: cross-origin request refused.\n');
       return;
@@ -173,6 +182,15 @@ export async function startDashboard(controller: McpController, opts: DashboardO
       if (typeof server !== 'string' || server === '') {
         throw new McpReconcilerError(ErrorCode.Usage, 'missing "server" in the request body', { hint: 'send {"server":"<name>"}' });
       }
+      sendJson(res, 200, { ok: true, ...(await handle(server, body)) });
+    } catch (err) {
+      const hint = err instanceof McpReconcilerError ? err.hint : undefined;
+      sendJson(res, statusOf(err), { error: describeError(err), ...(hint ? { hint } : {}) });
+    }
+  };
+
+  const act = (req: IncomingMessage, res: ServerResponse, action: 'approve' | 'reject' | 'reconnect'): Promise<void> =>
+    postAbout(req, res, async (server, body) => {
       if (action === 'approve') {
         const persist = body.persist !== false;
         hub.add({ kind: 'action', server, text: persist ? 'approved from the dashboard' : 'approved for this session from the dashboard' });
@@ -184,12 +202,8 @@ export async function startDashboard(controller: McpController, opts: DashboardO
         hub.add({ kind: 'action', server, text: 'reconnect requested from the dashboard' });
         await controller.reconnect(server);
       }
-      sendJson(res, 200, { ok: true });
-    } catch (err) {
-      const hint = err instanceof McpReconcilerError ? err.hint : undefined;
-      sendJson(res, statusOf(err), { error: describeError(err), ...(hint ? { hint } : {}) });
-    }
-  };
+      return {};
+    });
 
   /**
    * Start an OAuth sign-in for a remote server and answer with the URL the
@@ -198,17 +212,8 @@ export async function startDashboard(controller: McpController, opts: DashboardO
    * comes back to the loopback receiver, the server leaves `needs_auth`, and
    * the page hears it over the event stream like any other change.
    */
-  const signIn = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if (!isSameOrigin(req, boundPort)) {
-      send(res, 403, 'Forbidden: cross-origin request refused.\n');
-      return;
-    }
-    try {
-      const body = await readJson(req);
-      const name = body.server;
-      if (typeof name !== 'string' || name === '') {
-        throw new McpReconcilerError(ErrorCode.Usage, 'missing "server" in the request body', { hint: 'send {"server":"<name>"}' });
-      }
+  const signIn = (req: IncomingMessage, res: ServerResponse): Promise<void> =>
+    postAbout(req, res, async (name) => {
       hub.add({ kind: 'action', server: name, text: 'sign-in started from the dashboard' });
       const url = await new Promise<string | undefined>((resolve, reject) => {
         let answered = false;
@@ -231,12 +236,8 @@ export async function startDashboard(controller: McpController, opts: DashboardO
             },
           );
       });
-      sendJson(res, 200, { ok: true, ...(url ? { url } : {}) });
-    } catch (err) {
-      const hint = err instanceof McpReconcilerError ? err.hint : undefined;
-      sendJson(res, statusOf(err), { error: describeError(err), ...(hint ? { hint } : {}) });
-    }
-  };
+      return url ? { url } : {};
+    });
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {

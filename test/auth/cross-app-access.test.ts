@@ -14,15 +14,12 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
-  createMcpController,
-  MemoryApprovalStore,
-  MemoryTokenStore,
   requestJwtAuthorizationGrant,
   type AuthorizationGrantContext,
   type McpController,
 } from '../../src/index.js';
 import { json, listenLoopback, serveProtectedMcp } from '../fixtures/oauth-fixture.js';
-import { reach, stateOf } from './support.js';
+import { authTestController, reach, stateOf } from './support.js';
 
 const ID_TOKEN = 'the-users-id-token';
 const IDP_CLIENT = 'idp-client';
@@ -147,17 +144,8 @@ describe('cross-app access (SEP-990): token exchange at the IdP, JWT-bearer gran
     await fixture.close();
   });
 
-  function controller(opts: Partial<Parameters<typeof createMcpController>[0]> = {}): McpController {
-    const c = createMcpController({
-      cwd: process.cwd(),
-      sources: [],
-      watch: false,
-      approvals: new MemoryApprovalStore(),
-      processStateFile: false,
-      backoff: { attempts: 1 },
-      oauth: { tokenStore: new MemoryTokenStore() },
-      ...opts,
-    });
+  function controller(opts: Parameters<typeof authTestController>[1] = {}): McpController {
+    const c = authTestController(process.cwd(), opts);
     controllers.push(c);
     return c;
   }

@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createMcpController, FileTokenStore, MemoryApprovalStore, MemoryTokenStore, type McpController } from '../../src/index.js';
+import { FileTokenStore, MemoryTokenStore, type McpController } from '../../src/index.js';
 import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
-import { reach, stateOf } from './support.js';
+import { authTestController, reach, stateOf } from './support.js';
 import { redactServerConfig } from '../../src/config/redact.js';
 
 /** What a browser does: open the URL, follow the redirect to the loopback receiver. */
@@ -38,16 +38,9 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function controller(opts: Parameters<typeof createMcpController>[0] extends infer O ? Partial<O> : never = {}): McpController {
-    const c = createMcpController({
-      cwd: dir,
-      sources: [],
-      watch: false,
-      approvals: new MemoryApprovalStore(),
-      processStateFile: false,
-      backoff: { attempts: 1 },
-      ...opts,
-    });
+  function controller(opts: Parameters<typeof authTestController>[1] = {}): McpController {
+    // Tokens in memory unless a test names a store.
+    const c = authTestController(dir, { oauth: {}, ...opts });
     controllers.push(c);
     return c;
   }

@@ -4,7 +4,6 @@
  * server gets them (defaults filled, types checked). Without a terminal the
  * CLI does not offer elicitation, and the server says what it needed.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -13,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { runCliCaptured } from '../helpers/cli.js';
+import { ptyAvailable, runInPty } from '../helpers/pty.js';
 
 const ws = realpathSync(mkdtempSync(join(tmpdir(), 'cli-elicit-')));
 afterAll(() => rmSync(ws, { recursive: true, force: true }));
@@ -89,44 +89,24 @@ describe('call with a tool that asks the user', () => {
   });
 });
 
-// A real pseudo-terminal (python3's pty module), through the built binary.
+// A real pseudo-terminal, through the built binary.
 const main = resolve('dist/src/cli/main.js');
-const python = spawnSync('python3', ['-c', 'import pty'], { encoding: 'utf8' }).status === 0;
-describe.skipIf(!python)('on a real pseudo-terminal', () => {
+describe.skipIf(!ptyAvailable)('on a real pseudo-terminal', () => {
   it('the form is asked and answered through the terminal', () => {
-    const script = `
-import os, pty, select, subprocess, sys
-m, s = pty.openpty()
-p = subprocess.Popen(sys.argv[1:], stdin=s, stdout=s, stderr=s, close_fds=True)
-os.close(s)
-out, step, seen = b'', 0, 0
-answers = [(b'Date (required)', b'2026-05-01\\r'), (b'Seats', b'\\r'), (b'Window seat', b'n\\r'), (b'Class', b'1\\r'), (b'[Y/n/c] ', b'\\r')]
-try:
-    while True:
-        r, _, _ = select.select([m], [], [], 30)
-        if not r:
-            break
-        try:
-            data = os.read(m, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        out += data
-        # Answer the next prompt once it is on screen (after what was already answered).
-        if step < len(answers) and answers[step][0] in out[seen:] and out.endswith((b': ', b'] ')):
-            os.write(m, answers[step][1]); step += 1; seen = len(out)
-    p.wait(timeout=30)
-finally:
-    if p.poll() is None:
-        p.kill(); p.wait()
-sys.stdout.write(out.decode('utf8', 'replace'))
-sys.exit(p.returncode)
-`;
-    const r = spawnSync('python3', ['-c', script, process.execPath, main, ...argv('book')], { encoding: 'utf8', env, timeout: 60_000 });
-    expect(r.stdout).toContain('Which flight?');
-    expect(r.stdout).toContain('"date":"2026-05-01"');
-    expect(r.stdout).toContain('"seats":2');
+    const r = runInPty(
+      [process.execPath, main, ...argv('book')],
+      [
+        ['Date (required)', '2026-05-01\r'],
+        ['Seats', '\r'],
+        ['Window seat', 'n\r'],
+        ['Class', '1\r'],
+        ['[Y/n/c] ', '\r'],
+      ],
+      env,
+    );
+    expect(r.output).toContain('Which flight?');
+    expect(r.output).toContain('"date":"2026-05-01"');
+    expect(r.output).toContain('"seats":2');
     expect(r.status).toBe(0);
   });
 });

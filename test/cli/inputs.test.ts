@@ -3,7 +3,6 @@
  * input without echo), remembered in a 0600 store per workspace, never
  * printed; without a terminal, the env fallback and an actionable issue.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -11,6 +10,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
 import { runCliCaptured } from '../helpers/cli.js';
+import { ptyAvailable, runInPty } from '../helpers/pty.js';
 
 const SECRET = 's3cret-4b9e1d';
 let home: string;
@@ -149,50 +149,23 @@ describe('without a terminal', () => {
   });
 });
 
-// A real pseudo-terminal (python3's pty module): the password is not echoed by the terminal either.
+// A real pseudo-terminal: the password is not echoed by the terminal either.
 const main = resolve('dist/src/cli/main.js');
-const python = spawnSync('python3', ['-c', 'import pty'], { encoding: 'utf8' }).status === 0;
-describe.skipIf(!python || !existsSync(main))('on a real pseudo-terminal', () => {
+describe.skipIf(!ptyAvailable || !existsSync(main))('on a real pseudo-terminal', () => {
   it('the typed password never appears in what the terminal shows', () => {
-    const script = `
-import os, pty, select, subprocess, sys
-m, s = pty.openpty()
-p = subprocess.Popen(sys.argv[1:], stdin=s, stdout=s, stderr=s, close_fds=True)
-os.close(s)
-out, sent = b'', set()
-try:
-    while True:
-        r, _, _ = select.select([m], [], [], 30)
-        if not r:
-            break
-        try:
-            data = os.read(m, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        out += data
-        if b'region [eu]: ' in out and 'r' not in sent:
-            sent.add('r'); os.write(m, b'eu\\r')
-        if b'token (typing is hidden): ' in out and 't' not in sent:
-            sent.add('t'); os.write(m, b'${SECRET}-pty\\r')
-    p.wait(timeout=30)
-finally:
-    if p.poll() is None:
-        p.kill(); p.wait()
-sys.stdout.write(out.decode('utf8', 'replace'))
-sys.exit(p.returncode)
-`;
     const store = join(home, 'pty', 'inputs.json');
-    const r = spawnSync('python3', ['-c', script, process.execPath, main, 'config', '--cwd', ws, '--preset', 'vscode', '--inputs', store], {
-      encoding: 'utf8',
-      env: env(),
-      timeout: 60_000,
-    });
+    const r = runInPty(
+      [process.execPath, main, 'config', '--cwd', ws, '--preset', 'vscode', '--inputs', store],
+      [
+        ['region [eu]: ', 'eu\r'],
+        ['token (typing is hidden): ', `${SECRET}-pty\r`],
+      ],
+      env(),
+    );
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain('typing is hidden');
-    expect(r.stdout).toContain('svc');
-    expect(r.stdout).not.toContain(SECRET);
+    expect(r.output).toContain('typing is hidden');
+    expect(r.output).toContain('svc');
+    expect(r.output).not.toContain(SECRET);
     const saved = JSON.parse(readFileSync(store, 'utf8')) as { workspaces: Record<string, Record<string, string>> };
     expect(saved.workspaces[ws]?.['input:token']).toBe(`${SECRET}-pty`);
   });

@@ -8,10 +8,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createMcpController, MemoryApprovalStore, MemoryTokenStore, type McpController } from '../../src/index.js';
+import type { McpController } from '../../src/index.js';
 import { startDashboard, type Dashboard } from '../../src/dashboard/server.js';
 import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
-import { reach, stateOf } from '../auth/support.js';
+import { authTestController, reach, stateOf } from '../auth/support.js';
 
 describe('dashboard sign-in', () => {
   let fixture: OAuthFixture;
@@ -22,15 +22,7 @@ describe('dashboard sign-in', () => {
   beforeEach(async () => {
     fixture = await startOAuthFixture();
     dir = mkdtempSync(join(tmpdir(), 'mcpr-dash-auth-'));
-    controller = createMcpController({
-      cwd: dir,
-      sources: [],
-      watch: false,
-      approvals: new MemoryApprovalStore(),
-      processStateFile: false,
-      backoff: { attempts: 1 },
-      oauth: { tokenStore: new MemoryTokenStore() },
-    });
+    controller = authTestController(dir);
     await controller.addRuntimeServer('remote', { type: 'http', url: fixture.url });
     await controller.addRuntimeServer('local', { command: 'never-run', disabled: true });
     await controller.start();
