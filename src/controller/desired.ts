@@ -151,11 +151,12 @@ export class DesiredState {
       }
     }
 
+    const approvals = deps.decisions.merged(desired);
     const computed = computeGating(desired, {
       settings,
       ...(deps.cliBound ? { cliAllowedServerNames: deps.cliBound } : {}),
       trusted,
-      approvals: deps.decisions.merged(desired),
+      approvals,
     });
     this.current = desired;
     this.gating = computed;
@@ -169,7 +170,7 @@ export class DesiredState {
     deps.emitter.emit('reconciled', { count: this.count, servers: Object.keys(desired) });
     // Strictly pending from the store (never a name diff), and only servers that would
     // otherwise connect: asking about an excluded or disabled server helps no one.
-    const promptable = promptableServers(desired, deps.decisions.merged(desired)).filter((n) => computed.verdicts[n] === 'pending_approval');
+    const promptable = promptableServers(desired, approvals).filter((n) => computed.verdicts[n] === 'pending_approval');
     if (promptable.length > 0) deps.emitter.emit('pending-approval', { servers: promptable });
   }
 

@@ -69,6 +69,11 @@ export class StatusView {
       const snap = ref.getSnapshot();
       const ctx = snap.context as { entry: DesiredServer; generation: number; attempt: number; lastError?: string };
       const state = stateNameOf(snap);
+      const tools = registry.toolsOf(name);
+      const prompts = registry.promptsOf(name);
+      const resources = registry.resources.resourcesOf(name);
+      const templates = registry.resources.templatesOf(name);
+      const conn = connections.get(name)?.conn;
       rows.push({
         name,
         scope: ctx.entry.scope,
@@ -76,21 +81,17 @@ export class StatusView {
         state,
         status: publicStatusOf(snap),
         reason: reasonOf(snap),
-        tools: registry.toolsOf(name).map((t) => t.name),
-        prompts: registry.promptsOf(name).map((p) => p.name),
-        resources: registry.resources.resourcesOf(name).map((r) => r.uri),
-        resourceTemplates: registry.resources.templatesOf(name).map((t) => t.uriTemplate),
+        tools: tools.map((t) => t.name),
+        prompts: prompts.map((p) => p.name),
+        resources: resources.map((r) => r.uri),
+        resourceTemplates: templates.map((t) => t.uriTemplate),
         skippedTools: registry.skippedOf(name),
-        cached:
-          registry.toolsOf(name).some((t) => t.cached === true) ||
-          registry.promptsOf(name).some((p) => p.cached === true) ||
-          registry.resources.resourcesOf(name).some((r) => r.cached === true) ||
-          registry.resources.templatesOf(name).some((t) => t.cached === true),
+        cached: [tools, prompts, resources, templates].some((list) => list.some((e) => e.cached === true)),
         lastError: ctx.lastError,
         generation: ctx.generation,
         attempt: ctx.attempt,
-        pid: connections.get(name)?.conn.pid,
-        transport: connections.get(name)?.conn.transportType ?? transportOf(ctx.entry.config),
+        pid: conn?.pid,
+        transport: conn?.transportType ?? transportOf(ctx.entry.config),
       });
     }
     for (const name of this.removed()) {
