@@ -13,6 +13,7 @@ import type { ServerConfig } from '../machines/types.js';
 import { cpus } from 'node:os';
 import { cpuTimeMs } from './support/proc.js';
 import { mb, ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
+import { loadLibrary } from './support/library.js';
 import { initialVersions, rawConnect, loadSdk, TOOLS_PER_SERVER, writeConfig, type FixtureKind, type RawConnection } from './support/servers.js';
 import { median, ratio, summarise } from './support/stats.js';
 import { runAsWorker } from './support/worker.js';
@@ -84,7 +85,7 @@ async function rawWorker(p: ColdParams): Promise<ColdSample> {
 
 async function controllerWorker(p: ColdParams & { variant: { side: 'controller'; concurrency?: number } }): Promise<ColdSample> {
   const tImport = performance.now();
-  const { createMcpController } = await import('../src/index.js');
+  const { createMcpController } = await loadLibrary();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const expected = p.n * TOOLS_PER_SERVER;

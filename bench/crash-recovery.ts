@@ -12,6 +12,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
+import { loadLibrary } from './support/library.js';
 import { fixtureConfig, initialVersions, loadSdk, rawConnect, registeredName, serverNames, sleep, writeConfig } from './support/servers.js';
 import { median, ratio, summarise } from './support/stats.js';
 import { runAsWorker, type WorkerHandle } from './support/worker.js';
@@ -54,7 +55,7 @@ async function rawConnectAndCall(): Promise<number> {
 }
 
 runAsWorker<CrashParams, CrashSample>(import.meta.url, async (p, io) => {
-  const { createMcpController } = await import('../src/index.js');
+  const { createMcpController } = await loadLibrary();
   await loadSdk();
   const configPath = join(p.dir, 'crash.json');
   const names = serverNames(p.servers);

@@ -12,6 +12,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
+import { loadLibrary } from './support/library.js';
 import { GapSampler, type GapReport } from './support/gaps.js';
 import {
   fixtureConfig,
@@ -102,7 +103,7 @@ async function timedRawConnect(version: string, busy?: GapSampler): Promise<{ ms
 }
 
 async function controllerReloads(p: ReloadParams): Promise<ReloadRun[]> {
-  const { createMcpController } = await import('../src/index.js');
+  const { createMcpController } = await loadLibrary();
   const configPath = join(p.dir, `reload-${p.n}.json`);
   const names = serverNames(p.n);
   const versions = initialVersions(p.n);

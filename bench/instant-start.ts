@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ServerConfig } from '../machines/types.js';
 import { mb, ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
+import { loadLibrary } from './support/library.js';
 import { initialVersions, loadSdk, rawConnect, TOOLS_PER_SERVER, writeConfig, type RawConnection } from './support/servers.js';
 import { median, ratio, summarise } from './support/stats.js';
 import { runAsWorker } from './support/worker.js';
@@ -96,7 +97,7 @@ function servers(p: Params): ServerConfig[] {
 
 /** Import the library (outside any timing), then hand back a factory for a controller over `p`'s config. */
 async function controller(p: Params, extra: Record<string, unknown> = {}) {
-  const { createMcpController } = await import('../src/index.js');
+  const { createMcpController } = await loadLibrary();
   return () =>
     createMcpController({
       cwd: p.dir,

@@ -25,8 +25,8 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-/** Run a host that starts `servers` and return every module URL it loaded. */
-function loadedModules(servers: Record<string, unknown>): string[] {
+/** Run a host that imports `entry` (default: the unbundled build), starts `servers` and return every module URL it loaded. */
+function loadedModules(servers: Record<string, unknown>, entry = pathToFileURL(join(repoRoot, 'dist/src/index.js')).href): string[] {
   const dir = mkdtempSync(join(tmpdir(), 'lazy-modules-'));
   dirs.push(dir);
   const log = join(dir, 'loaded.txt');
@@ -36,12 +36,12 @@ function loadedModules(servers: Record<string, unknown>): string[] {
   const host = `
     import { register } from 'node:module';
     register(${JSON.stringify(pathToFileURL(hooks).href)});
-    const { createMcpController } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, 'dist/src/index.js')).href)});
+    const { createMcpController } = await import(${JSON.stringify(entry)});
     const c = createMcpController({ cwd: ${JSON.stringify(dir)}, sources: [{ scope: 'user', path: ${JSON.stringify(join(dir, 'settings.json'))} }],
       approvals: ${JSON.stringify(join(dir, 'approvals.json'))}, watch: false, listingCache: false, processStateFile: false });
     try { await c.start(); if (c.tools().length === 0) throw new Error('no tools: ' + JSON.stringify(c.status())); } finally { await c.dispose(); }
   `;
-  execFileSync(process.execPath, ['--input-type=module', '-e', host], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+  execFileSync(process.execPath, ['--input-type=module', '-e', host], { cwd: entry.startsWith('file:') ? dir : repoRoot, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
   return readFileSync(log, 'utf8').split('\n').filter(Boolean);
 }
 
@@ -50,5 +50,16 @@ describe('module loading', () => {
     const loaded = loadedModules({ s: { command: process.execPath, args: [fixturePath('basic-server')] } });
     expect(loaded.some((u) => u.endsWith('/dist/src/connection/connect.js'))).toBe(true);
     for (const m of LAZY) expect(loaded.filter((u) => u.endsWith(m)), m).toEqual([]);
+  });
+
+  it('the published entry (the bundle in dist/lib) loads a few chunks, no HTTP transport and no OAuth code', () => {
+    const loaded = loadedModules({ s: { command: process.execPath, args: [fixturePath('basic-server')] } }, 'mcp-reconciler');
+    const ours = loaded.filter((u) => u.includes(`${pathToFileURL(repoRoot).href}/dist/`));
+    expect(ours.some((u) => u.endsWith('/dist/lib/index.js'))).toBe(true);
+    // Not one unbundled module, and the chunks of the lazily loaded parts stay unloaded.
+    expect(ours.filter((u) => !u.includes('/dist/lib/'))).toEqual([]);
+    expect(ours.filter((u) => /\/dist\/lib\/(manager|cross-app-access|gateway)-/.test(u))).toEqual([]);
+    expect(ours.length).toBeLessThan(10);
+    for (const m of LAZY.filter((x) => x.startsWith('@'))) expect(loaded.filter((u) => u.endsWith(m)), m).toEqual([]);
   });
 });

@@ -1,0 +1,14 @@
+/**
+ * The library as a host gets it: the package's published entry (the bundle
+ * in dist/lib, see rolldown.config.mjs), so that start-up time and RSS are
+ * what an embedding host pays. The specifier is a variable so the typecheck
+ * does not need a build.
+ */
+type Library = typeof import('../../src/index.js');
+
+const ENTRY = 'mcp-reconciler';
+
+/** Import the published entry point. */
+export async function loadLibrary(): Promise<Library> {
+  return (await import(ENTRY)) as Library;
+}
