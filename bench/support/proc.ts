@@ -81,3 +81,21 @@ export function cpuTimeMs(pid: number): number {
     return 0;
   }
 }
+
+/**
+ * CPU time the whole machine spent busy so far (every core: user, nice,
+ * system, irq, softirq, steal), in ms, from /proc/stat; 0 where there is none.
+ * Differences over an interval include what per-process counters miss: the
+ * kernel's fork/exec/page-fault work for processes, and those that exited.
+ */
+export function machineBusyMs(): number {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
+    const f = line.trim().split(/\s+/).slice(1).map(Number);
+    // cpu  user nice system idle iowait irq softirq steal …, in USER_HZ (100) ticks.
+    const busy = f[0]! + f[1]! + f[2]! + f[5]! + f[6]! + f[7]!;
+    return busy * 10;
+  } catch {
+    return 0;
+  }
+}

@@ -127,6 +127,12 @@ export interface StartHoldOptions {
    */
   cpuTicks: (pid: number) => number | undefined;
   /**
+   * The reading taken once, when the server answered `initialize`, to tell the
+   * adaptive bound what its start cost; default `cpuTicks`. It runs on every
+   * start's critical path, so it may be a cheaper approximation of the tree.
+   */
+  startCpuTicks?: (pid: number) => number | undefined;
+  /**
    * CPU time of the process alone, cheaper to read than its tree; when given,
    * the tree is read only while the process itself is idle (a busy process
    * means a busy start, whatever its children do).
@@ -235,7 +241,7 @@ export function holdWhileStarting(lease: Lease, options: StartHoldOptions): Star
     },
     initialized: () => {
       if (!released && spawnedPid !== undefined && ticksAtSpawn !== undefined) {
-        const now = options.cpuTicks(spawnedPid);
+        const now = (options.startCpuTicks ?? options.cpuTicks)(spawnedPid);
         // Clock ticks are 10 ms (USER_HZ 100).
         if (now !== undefined) lease.observeStartCpu?.((now - ticksAtSpawn) * 10);
       }

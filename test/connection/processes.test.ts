@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hasCode } from '../../src/errors.js';
-import { ProcessTracker } from '../../src/connection/processes.js';
+import { ownCpuTicks, processTreeCpuTicks, ProcessTracker } from '../../src/connection/processes.js';
 import { fixturePath, repoRoot } from '../helpers/fixtures.js';
 import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
 import { expectNoSurvivors } from './support.js';
@@ -73,6 +73,24 @@ describe('ProcessTracker', () => {
     await t.killTree(wrapper.pid!);
     expect(grandchildren.filter(pidAlive)).toEqual([]);
     expect(t.pids()).toEqual([]);
+  });
+
+  it("counts a launcher's busy child in its tree CPU, reading every thread's children or only the main thread's", async () => {
+    const t = tracker();
+    // The child burns 200 ms of its own CPU (not of wall time, so a busy machine changes nothing), then idles.
+    const burn = "const u=()=>{const c=process.cpuUsage();return (c.user+c.system)/1000};while(u()<200);console.log('burnt');setInterval(()=>{},1000)";
+    const launcher = t.spawn('/bin/sh', ['-c', `${JSON.stringify(process.execPath)} -e ${JSON.stringify(burn)}; true`]);
+    let out = '';
+    launcher.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+    await waitFor(() => out.includes('burnt'), 'the child to burn its CPU');
+    extraPids.push(...descendantsOf(launcher.pid!));
+    const own = ownCpuTicks(launcher.pid!)!;
+    const all = processTreeCpuTicks(launcher.pid!, 'all')!;
+    const main = processTreeCpuTicks(launcher.pid!, 'main')!;
+    // 200 ms is 20 clock ticks, all of them the child's.
+    expect(all - own).toBeGreaterThanOrEqual(19);
+    expect(Math.abs(main - all)).toBeLessThanOrEqual(2);
+    await t.killTree(launcher.pid!);
   });
 
   it('forgets a child that exits on its own', async () => {
