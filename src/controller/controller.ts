@@ -349,8 +349,15 @@ export class McpController {
     // Settled (SPEC §3.3): every state but those on their way to a connection. A server
     // starting slower than its start timeout is settled-with-reason: it keeps starting
     // in the background, and the host need not wait for it.
-    const settled = (): boolean =>
-      Object.values(this.view.serverActors()).every((ref) => !isInTransit(stateNameOf(ref.getSnapshot())) || isStartingSlowly(ref.getSnapshot()));
+    const isSettled = (ref: AnyActorRef): boolean => !isInTransit(stateNameOf(ref.getSnapshot())) || isStartingSlowly(ref.getSnapshot());
+    // The last server found unsettled is checked first: while it is still on its way, the
+    // other servers' state events need no scan of every actor (N² checks at a 50-server start).
+    let waitingFor: AnyActorRef | undefined;
+    const settled = (): boolean => {
+      if (waitingFor && waitingFor.getSnapshot().status === 'active' && !isSettled(waitingFor)) return false;
+      waitingFor = Object.values(this.view.serverActors()).find((ref) => !isSettled(ref));
+      return waitingFor === undefined;
+    };
     if (settled()) return;
     await new Promise<void>((resolve) => {
       // Not unref'd: a host awaiting start() must not exit underneath it.

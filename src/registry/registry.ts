@@ -207,6 +207,10 @@ export class ToolRegistry {
   private readonly promptIndex = new Map<string, RegisteredPrompt>();
   private readonly listeners = new Set<(change: RegistryChange) => void>();
   private readonly prefixes = new Map<string, string>();
+  /** Servers with a record, by tool prefix, so finding a server's prefix mates scans no other records. */
+  private readonly byPrefix = new Map<string, Set<string>>();
+  /** `records`' keys in code-unit order, kept until a record is added or removed (every `tools()` call wants them). */
+  private sorted: string[] | undefined;
 
   constructor(private readonly options: ToolRegistryOptions = {}) {
     this.resources = new ResourceRegistry(options);
@@ -280,7 +284,7 @@ export class ToolRegistry {
     const rec = this.records.get(server);
     const hadFilter = this.filters.delete(server);
     if (!rec) return hadFilter;
-    this.records.delete(server);
+    this.forgetRecord(server);
     for (const t of rec.tools) this.toolIndex.delete(t.name);
     for (const p of rec.prompts) this.promptIndex.delete(p.name);
     this.emit(server, diffNames(rec.tools, []), diffNames(rec.prompts, []));
@@ -335,7 +339,7 @@ export class ToolRegistry {
 
   /** Servers with a record, sorted by name. */
   servers(): string[] {
-    return this.sortedServers();
+    return [...this.sortedServers()];
   }
 
   /**
@@ -356,6 +360,8 @@ export class ToolRegistry {
     const dropped = servers.map((s) => [s, this.records.get(s)!] as const);
     // Wipe first, then tell: no pending listing gets retried half-way through.
     this.records.clear();
+    this.byPrefix.clear();
+    this.sorted = undefined;
     this.filters.clear();
     this.toolIndex.clear();
     this.promptIndex.clear();
@@ -366,7 +372,26 @@ export class ToolRegistry {
   // ── internals ──────────────────────────────────────────────────────────
 
   private sortedServers(): string[] {
-    return [...this.records.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    this.sorted ??= [...this.records.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return this.sorted;
+  }
+
+  private addRecord(server: string, rec: ServerRecord): void {
+    this.records.set(server, rec);
+    this.sorted = undefined;
+    const prefix = this.prefixOf(server);
+    let mates = this.byPrefix.get(prefix);
+    if (!mates) this.byPrefix.set(prefix, (mates = new Set()));
+    mates.add(server);
+  }
+
+  private forgetRecord(server: string): void {
+    this.records.delete(server);
+    this.sorted = undefined;
+    const prefix = this.prefixOf(server);
+    const mates = this.byPrefix.get(prefix);
+    mates?.delete(server);
+    if (mates?.size === 0) this.byPrefix.delete(prefix);
   }
 
   private storeFilter(server: string, filter: ToolFilter): void {
@@ -380,7 +405,7 @@ export class ToolRegistry {
     let rec = this.records.get(server);
     if (!rec) {
       rec = { tools: [], prompts: [], skipped: [] };
-      this.records.set(server, rec);
+      this.addRecord(server, rec);
     }
     const error = this.attempt(server, rec, next);
     if (error) return { ok: false, error };
@@ -434,8 +459,7 @@ export class ToolRegistry {
 
   /** Other servers with a record whose names sanitise to the same prefix as `server`'s. */
   private prefixMates(server: string): string[] {
-    const prefix = this.prefixOf(server);
-    return [...this.records.keys()].filter((s) => s !== server && this.prefixOf(s) === prefix);
+    return [...(this.byPrefix.get(this.prefixOf(server)) ?? [])].filter((s) => s !== server);
   }
 
   /** `toolPrefix`, memoised: every commit compares every server's prefix (N² sanitisations at a 50-server start). */

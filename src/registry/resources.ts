@@ -219,6 +219,9 @@ export class ResourceRegistry {
 
   /** The conflicts `server` is part of. */
   conflictsOf(server: string): ResourceConflict[] {
+    // A server that lists nothing shares nothing: no scan of every server's listing (most servers list no resources).
+    const rec = this.records.get(server);
+    if (!rec || (rec.resources.length === 0 && rec.templates.length === 0)) return [];
     return this.conflicts().filter((c) => c.servers.includes(server));
   }
 
