@@ -32,6 +32,7 @@ import type { SessionLoss } from './session-loss.js';
 import type { StdioProcessTransport } from './stdio-transport.js';
 import { clientCapabilities, installClientHandlers, type ClientFeatures } from './client-capabilities.js';
 import { abortedError, causeChain, connectError, isPermanentStatus, isSseError, timeoutError } from './errors.js';
+import { LazyJsonSchemaValidator } from './lazy-validator.js';
 import { listAll } from './paginate.js';
 import { buildTransport, shouldFallBackToSse, sseTransport, type TransportContext } from './transports.js';
 
@@ -193,7 +194,10 @@ class Connection implements LiveConnection {
     this.kind = transportOf(entry.config);
     this.used = this.kind;
     this.timeoutMs = entry.config.timeout ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.client = new Client(opts.clientInfo ?? DEFAULT_CLIENT_INFO, { capabilities: clientCapabilities(opts.clientFeatures) });
+    this.client = new Client(opts.clientInfo ?? DEFAULT_CLIENT_INFO, {
+      capabilities: clientCapabilities(opts.clientFeatures),
+      jsonSchemaValidator: new LazyJsonSchemaValidator(),
+    });
     installClientHandlers(this.client, entry.name, opts.clientFeatures);
     this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.listChanged('tools'));
     this.client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.listChanged('prompts'));
