@@ -26,7 +26,7 @@ import { median, ratio } from './support/stats.js';
 import { runAsWorker } from './support/worker.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
-const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 const CALLS = 1_000;
 const BLOCK = 100;
 const WARMUP = 100;

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalRoot, FileApprovalStore } from '../../src/approvals/store.js';
 import { runCliCaptured, type CliRun as Run } from '../helpers/cli.js';
+import { cliBin } from '../helpers/fixtures.js';
 
 const repo = resolve(import.meta.dirname, '../..');
 const demo = join(repo, 'test/fixtures/watch-workspace');
@@ -234,7 +235,7 @@ describe('config, human output and errors', () => {
 });
 
 describe('the built binary', () => {
-  const bin = join(repo, 'dist/src/cli/main.js');
+  const bin = cliBin;
 
   function run(argv: string[]): Promise<Run> {
     return new Promise((done) => {

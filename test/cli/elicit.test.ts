@@ -6,11 +6,11 @@
  */
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
-import { fixturePath } from '../helpers/fixtures.js';
+import { fixturePath, cliBin } from '../helpers/fixtures.js';
 import { runCliCaptured } from '../helpers/cli.js';
 import { ptyAvailable, runInPty } from '../helpers/pty.js';
 
@@ -90,7 +90,7 @@ describe('call with a tool that asks the user', () => {
 });
 
 // A real pseudo-terminal, through the built binary.
-const main = resolve('dist/src/cli/main.js');
+const main = cliBin;
 describe.skipIf(!ptyAvailable)('on a real pseudo-terminal', () => {
   it('the form is asked and answered through the terminal', () => {
     const r = runInPty(

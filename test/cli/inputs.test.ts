@@ -5,12 +5,13 @@
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
 import { runCliCaptured } from '../helpers/cli.js';
 import { ptyAvailable, runInPty } from '../helpers/pty.js';
+import { cliBin } from '../helpers/fixtures.js';
 
 const SECRET = 's3cret-4b9e1d';
 let home: string;
@@ -150,7 +151,7 @@ describe('without a terminal', () => {
 });
 
 // A real pseudo-terminal: the password is not echoed by the terminal either.
-const main = resolve('dist/src/cli/main.js');
+const main = cliBin;
 describe.skipIf(!ptyAvailable || !existsSync(main))('on a real pseudo-terminal', () => {
   it('the typed password never appears in what the terminal shows', () => {
     const store = join(home, 'pty', 'inputs.json');

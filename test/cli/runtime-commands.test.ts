@@ -5,12 +5,11 @@
  * is checked by looking for it in /proc after each command.
  */
 import { execFile } from 'node:child_process';
-import { resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ServerStatus } from '../../src/controller/types.js';
 import type { RegisteredTool } from '../../src/registry/registry.js';
 import { Harness, cli, processesMatching, type Workspace } from '../controller/support.js';
-import { repoRoot, stdioFixtureConfig } from '../helpers/fixtures.js';
+import { stdioFixtureConfig, cliBin } from '../helpers/fixtures.js';
 import { pidAlive } from '../helpers/processes.js';
 
 const h = new Harness();
@@ -279,7 +278,7 @@ describe('approve / reject', () => {
 });
 
 describe('the built binary', () => {
-  const bin = resolve(repoRoot, 'dist/src/cli/main.js');
+  const bin = cliBin;
 
   function exec(ws: Workspace, ...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     return new Promise((done) => {

@@ -3,12 +3,11 @@
  * output, for tests that talk to a running watch from another process.
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { join } from 'node:path';
-import { repoRoot } from '../helpers/fixtures.js';
+import { cliBin } from '../helpers/fixtures.js';
 import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
 
 /** The built CLI entry point (`npx tsc -p tsconfig.json` first). */
-export const cliMain = join(repoRoot, 'dist', 'src', 'cli', 'main.js');
+export const cliMain = cliBin;
 
 /** One NDJSON line of the watch. */
 export interface Line {

@@ -17,11 +17,11 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { PromptListChangedNotificationSchema, ToolListChangedNotificationSchema, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import type { GatewayPool } from '../../src/gateway/pool.js';
 import { createSessionServer, type GatewaySession } from '../../src/gateway/server.js';
-import { fixturePath, repoRoot } from '../helpers/fixtures.js';
+import { fixturePath, cliBin } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 
 /** The built CLI entry point (`npx tsc -p tsconfig.json` first). */
-export const cliMain = join(repoRoot, 'dist', 'src', 'cli', 'main.js');
+export const cliMain = cliBin;
 
 /** Environment variable marking every process one test file starts. */
 export const MARKER = 'MCPR_GATEWAY_TEST';

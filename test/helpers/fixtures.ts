@@ -2,7 +2,7 @@
  * Paths of the compiled fixture servers and ready-made desired-server entries
  * for tests. Fixtures run as `dist/test/fixtures/<name>.js`, built by `tsc`.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DesiredServer, Scope, ServerConfig } from '../../machines/types.js';
@@ -21,6 +21,9 @@ function findRoot(): string {
 
 /** The repository root (the folder holding package.json). */
 export const repoRoot = findRoot();
+
+/** The built `mcp-reconciler` binary as package.json's `bin` names it (the bundle in dist/cli): what a user runs. */
+export const cliBin = join(repoRoot, (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin['mcp-reconciler']!);
 
 /**
  * Absolute path of the compiled fixture `dist/test/fixtures/<name>.js`.
