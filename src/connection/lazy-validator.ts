@@ -1,7 +1,7 @@
 /**
  * The JSON Schema validator every SDK `Client` is built with. The SDK's
  * default builds an Ajv instance (with its formats) in each Client's
- * constructor: ~0.4 ms of CPU and ~23 KB of heap per connection, although
+ * constructor: ~0.5 ms of CPU and ~23 KB of heap per connection, although
  * the Client only uses it in `listTools()`, which this package never calls
  * (listings go through `client.request`, results are checked by
  * registry/output-contract.ts). Built on first use instead, per Client, so

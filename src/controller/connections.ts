@@ -352,7 +352,7 @@ export class Connections {
   }
 }
 
-/** A start's cost as the adaptive connect bound sees it: the tree through main-thread forks (25 ms of host CPU less at N=50 than reading every thread's children). */
+/** A start's cost as the adaptive connect bound sees it: the tree through main-thread forks (~12 ms of host CPU less at N=50 than reading every thread's children). */
 function mainThreadTreeCpuTicks(pid: number): number | undefined {
   return processTreeCpuTicks(pid, 'main');
 }

@@ -462,7 +462,7 @@ export class ToolRegistry {
     return [...(this.byPrefix.get(this.prefixOf(server)) ?? [])].filter((s) => s !== server);
   }
 
-  /** `toolPrefix`, memoised: every commit compares every server's prefix (N² sanitisations at a 50-server start). */
+  /** `toolPrefix`, memoised: the prefix index looks every server's up on each add and removal. */
   private prefixOf(server: string): string {
     let prefix = this.prefixes.get(server);
     if (prefix === undefined) {

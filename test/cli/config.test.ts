@@ -247,8 +247,8 @@ describe('the built binary', () => {
     });
   }
 
-  it('exists (built with `npx tsc -p .`)', () => {
-    expect(existsSync(bin), `${bin} is missing: run \`npx tsc -p .\` first`).toBe(true);
+  it('exists (built with `npm run build`)', () => {
+    expect(existsSync(bin), `${bin} is missing: run \`npm run build\` first`).toBe(true);
   });
 
   it('config --json on the demo workspace', async () => {

@@ -3,11 +3,11 @@
  * output, for tests that talk to a running watch from another process.
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { cliBin } from '../helpers/fixtures.js';
+import { cliBin as cliMain } from '../helpers/fixtures.js';
 import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
 
-/** The built CLI entry point (`npx tsc -p tsconfig.json` first). */
-export const cliMain = cliBin;
+/** The built CLI entry point (`npm run build` first). */
+export { cliMain };
 
 /** One NDJSON line of the watch. */
 export interface Line {

@@ -17,11 +17,11 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { PromptListChangedNotificationSchema, ToolListChangedNotificationSchema, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import type { GatewayPool } from '../../src/gateway/pool.js';
 import { createSessionServer, type GatewaySession } from '../../src/gateway/server.js';
-import { fixturePath, cliBin } from '../helpers/fixtures.js';
+import { fixturePath, cliBin as cliMain } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 
-/** The built CLI entry point (`npx tsc -p tsconfig.json` first). */
-export const cliMain = cliBin;
+/** The built CLI entry point (`npm run build` first). */
+export { cliMain };
 
 /** Environment variable marking every process one test file starts. */
 export const MARKER = 'MCPR_GATEWAY_TEST';
