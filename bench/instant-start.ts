@@ -315,7 +315,7 @@ export async function instantStart(ctx: BenchContext, opts: InstantStartOptions)
       // A stale cache: every entry lists other tools than the servers do now.
       const staleCache = join(ctx.tmp, `listing-cache-stale-${n}`);
       const { ListingCache } = await import('../src/cache/listing-cache.js');
-      const { fingerprint } = await import('../src/gating/fingerprint.js');
+      const { fingerprint } = await import('../src/config/identity.js');
       const { realpathSync } = await import('node:fs');
       const cache = new ListingCache({ dir: staleCache, root: realpathSync(ctx.tmp) });
       const staleRuns: Sample[] = [];

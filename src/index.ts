@@ -2,7 +2,7 @@
  * mcp-reconciler: keeps a workspace's MCP servers in the state their config
  * asks for. The public surface (SPEC §10), nothing else.
  */
-export { createMcpController, McpController } from './controller.js';
+export { createMcpController, McpController } from './controller/controller.js';
 export type {
   McpControllerOptions,
   McpControllerEvents,
@@ -17,10 +17,9 @@ export type {
 export type { RegisteredTool, RegisteredPrompt, SkippedTool } from './registry/registry.js';
 export type { RegisteredResource, RegisteredResourceTemplate, ResourceChange, ResourceConflict } from './registry/resources.js';
 export type { ResourceUpdate, ResourceUpdateListener } from './connection/subscriptions.js';
-export { serversEqual, gatingEqual, type GatingLists } from './gating/equality.js';
-export { fingerprint } from './gating/fingerprint.js';
+export { gatingEqual, type GatingLists } from './gating/equality.js';
+export { approvalHash, fingerprint, serversEqual } from './config/identity.js';
 export { computeGating, effectiveAllowed, type GatingInput, type ComputedGating } from './gating/compute.js';
-export { approvalHash } from './approvals/hash.js';
 export { FileApprovalStore, MemoryApprovalStore, type ApprovalStore, type ApprovalRecord } from './approvals/store.js';
 export { presets, type Preset } from './config/presets.js';
 export type { ConfigSource, ConfigIssue } from './config/sources.js';

@@ -4,7 +4,7 @@ import type { Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
-import { withFileLock, type FileLockOptions } from './lock.js';
+import { withFileLock, type FileLockOptions } from '../util/file-lock.js';
 
 /** One stored decision, bound to the config hash it was made for (SPEC §4). */
 export interface ApprovalRecord {

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createMcpController, type McpController } from '../controller.js';
+import { createMcpController, type McpController } from '../controller/controller.js';
 import type { McpControllerOptions } from '../controller/types.js';
 import type { CliContext } from './command.js';
 import { INLINE_SOURCE_PATH, isInlineConfig } from '../config/reader.js';

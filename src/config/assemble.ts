@@ -1,9 +1,8 @@
 import { SCOPES, type DesiredServer, type Scope, type ServerConfig } from '../../machines/types.js';
-import { approvalHash, configHash } from '../approvals/hash.js';
-import { fingerprint } from '../gating/fingerprint.js';
+import { approvalHash, configHash, fingerprint } from './identity.js';
 import type { LoadedSource, ScopedSettings } from './load.js';
 import type { ConfigIssue } from './sources.js';
-import { setOwn } from './own.js';
+import { setOwn } from '../util/own.js';
 
 /** The merged result of all sources: the desired map, each source's gating settings and every issue. */
 export interface AssembledConfig {

@@ -1,6 +1,6 @@
 import type { ServerConfig } from '../../machines/types.js';
-import { getOwn } from './own.js';
-import { formatFieldPath } from './sources.js';
+import { getOwn } from '../util/own.js';
+import { formatFieldPath } from './field-path.js';
 
 /**
  * What a host does with an unset variable: `error` drops the server (Claude

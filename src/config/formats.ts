@@ -7,7 +7,7 @@
  */
 import { basename, dirname, sep } from 'node:path';
 import { DEFAULT_SYNTAX, type VariableSyntax } from './expand.js';
-import { setOwn } from './own.js';
+import { setOwn } from '../util/own.js';
 import { MAX_TIMEOUT_MS, type EntryProblem } from './schema.js';
 
 /** The file formats mcp-reconciler reads, one per host. */

@@ -13,8 +13,8 @@ import { randomBytes } from 'node:crypto';
 import { homedir } from 'node:os';
 import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join } from 'node:path';
-import { withFileLock } from '../approvals/lock.js';
-import { setOwn } from './own.js';
+import { withFileLock } from '../util/file-lock.js';
+import { setOwn } from '../util/own.js';
 
 /** `$XDG_CONFIG_HOME/mcp-reconciler/inputs.json`, else `~/.config/mcp-reconciler/inputs.json`. */
 export function defaultInputsPath(env: NodeJS.ProcessEnv = process.env): string {

@@ -7,29 +7,14 @@ import { ErrorCode } from '../errors.js';
 import { expandServerConfig } from './expand.js';
 import { formatForPath, formats, isVscodeShaped, type ConfigFormat } from './formats.js';
 import { checkConfigSize, isSyntaxProblem, MAX_CONFIG_BYTES, parseText, type ParsedText } from './parse.js';
-import { getOwn, setOwn } from './own.js';
+import { getOwn, setOwn } from '../util/own.js';
 import { checkExpandedEntry, validateServerEntry, type EntryProblem } from './schema.js';
 import { followExtraWatchPaths, type WatchedFileSet } from './watch-paths.js';
-import { formatFieldPath, isYamlPath, type ConfigIssue, type ConfigSource } from './sources.js';
+import { formatFieldPath } from './field-path.js';
+import { isYamlPath, type ConfigIssue, type ConfigSource } from './sources.js';
 
-/** Gating settings as written in one file (SPEC §2.3); `allowed: []` is kept (deny all). */
-export interface SourceSettings {
-  allowed?: string[];
-  excluded?: string[];
-}
-
-/**
- * One source's gating settings and the scope that wrote them. Gating is
- * merged from these per scope, not by precedence, so that a less trusted
- * scope can only narrow what a more trusted one set (SPEC §2.3; see
- * `mergeGatingSettings`).
- */
-export interface ScopedSettings {
-  scope: Scope;
-  /** The file the settings came from. */
-  source: string;
-  settings: SourceSettings;
-}
+/** Gating settings as written in one file (SPEC §2.3); `allowed: []` is kept (deny all). */export type { ScopedSettings, SourceSettings } from '../gating/compute.js';
+import type { ScopedSettings, SourceSettings } from '../gating/compute.js';
 
 /** One source file after parse, validation and expansion. */
 export interface LoadedSource {

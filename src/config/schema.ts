@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { ServerConfig, TransportType } from '../../machines/types.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
-import { setOwn } from './own.js';
-import { formatFieldPath } from './sources.js';
+import { setOwn } from '../util/own.js';
+import { formatFieldPath } from './field-path.js';
 
 /** One validation problem inside an entry; `path` is relative to the entry. */
 export interface EntryProblem {

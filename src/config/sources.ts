@@ -68,10 +68,3 @@ export function formatIssue(issue: ConfigIssue): string {
 export function isYamlPath(path: string): boolean {
   return /\.ya?ml$/i.test(path);
 }
-
-/** `['args', 1]` → `args[1]`, `['env', 'A']` → `env.A`; `undefined` for the entry itself. */
-export function formatFieldPath(path: readonly (string | number)[]): string | undefined {
-  let out = '';
-  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out === '' ? p : `.${p}`;
-  return out === '' ? undefined : out;
-}

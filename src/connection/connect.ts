@@ -25,7 +25,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { DesiredServer } from '../../machines/types.js';
-import { transportOf } from '../gating/fingerprint.js';
+import { transportOf } from '../config/identity.js';
 import type { EnvPolicy } from './env.js';
 import type { ProcessTracker } from './processes.js';
 import type { SessionLoss } from './session-loss.js';

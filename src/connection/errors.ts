@@ -5,7 +5,7 @@
  */
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
-import type { transportOf } from '../gating/fingerprint.js';
+import type { transportOf } from '../config/identity.js';
 import { httpSdkIfLoaded } from './http-sdk.js';
 
 type TransportKind = ReturnType<typeof transportOf>;

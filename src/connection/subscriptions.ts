@@ -7,7 +7,7 @@
  * its last listener unsubscribes.
  */
 import { describeError } from '../errors.js';
-import { notifyAll } from '../registry/listeners.js';
+import { notifyAll } from '../util/listeners.js';
 import type { LiveConnection, RequestTimeouts } from './connect.js';
 
 /** A `notifications/resources/updated` as a subscriber hears it. */

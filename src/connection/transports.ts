@@ -9,9 +9,9 @@ import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/cl
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { ServerConfig } from '../../machines/types.js';
-import { runHeadersHelper } from '../config/headers-helper.js';
+import { runHeadersHelper } from './headers-helper.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
-import type { transportOf } from '../gating/fingerprint.js';
+import type { transportOf } from '../config/identity.js';
 import { childEnv, type EnvPolicy } from './env.js';
 import { configError, httpStatusOf, isPermanentStatus } from './errors.js';
 import { loadHttpSdk } from './http-sdk.js';

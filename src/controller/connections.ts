@@ -15,7 +15,7 @@ import { openConnection, type ConnectionEvent, type ConnectOptions, type LiveCon
 import { ownCpuTicks, processTreeCpuTicks, type ProcessTracker } from '../connection/processes.js';
 import { ResourceSubscriptions } from '../connection/subscriptions.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
-import { transportOf } from '../gating/fingerprint.js';
+import { transportOf } from '../config/identity.js';
 import type { ToolRegistry } from '../registry/registry.js';
 import { holdWhileStarting, type Semaphore } from './semaphore.js';
 import type { Logger } from './types.js';

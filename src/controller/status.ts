@@ -2,7 +2,7 @@ import type { Actor, AnyActorRef } from 'xstate';
 import { publicStatusOf, reasonOf, stateNameOf } from '../../machines/reason.js';
 import type { reconcilerMachine } from '../../machines/reconciler.machine.js';
 import type { DesiredMap, DesiredServer } from '../../machines/types.js';
-import { transportOf } from '../gating/fingerprint.js';
+import { transportOf } from '../config/identity.js';
 import { sanitiseNamePart } from '../registry/naming.js';
 import type { ToolRegistry } from '../registry/registry.js';
 import type { Connections } from './connections.js';

@@ -4,7 +4,7 @@
  * fresh view after every change — one view per burst of events, computed
  * only while someone is watching.
  */
-import type { McpController } from '../controller.js';
+import type { McpController } from '../controller/controller.js';
 import { dashboardView, type DashboardView } from './view.js';
 
 /** One line of the live feed. */

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { McpController } from '../controller.js';
+import type { McpController } from '../controller/controller.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { DashboardHub, type HubMessage } from './hub.js';
 import { dashboardPage, chartSvg } from './page.js';

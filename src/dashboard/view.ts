@@ -1,6 +1,6 @@
 /** What the dashboard page shows, computed from the controller on demand. */
 import type { AnyActorRef, StateValue } from 'xstate';
-import type { McpController } from '../controller.js';
+import type { McpController } from '../controller/controller.js';
 import { describeReason, fixFor } from '../controller/messages.js';
 import type { ServerStatus } from '../controller/types.js';
 import { displayPath } from '../format/paths.js';

@@ -17,7 +17,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ErrorCode as McpErrorCode, McpError, type CreateMessageRequest, type CreateMessageResult, type RequestId } from '@modelcontextprotocol/sdk/types.js';
-import type { McpController } from '../controller.js';
+import type { McpController } from '../controller/controller.js';
 import type { ElicitationAnswer, ElicitationRequest } from '../connection/client-capabilities.js';
 import type { RegisteredPrompt } from '../registry/registry.js';
 import { describeError } from '../errors.js';

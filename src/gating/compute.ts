@@ -1,9 +1,27 @@
 import { admissionOf, approvalStateOf, isGated, type AdmissionVerdict } from '../../machines/admission.js';
 import { GATED_SCOPES, type ApprovalDecision, type DesiredMap, type GatingState } from '../../machines/types.js';
-import type { ScopedSettings } from '../config/load.js';
-import { setOwn } from '../config/own.js';
+import type { Scope } from '../../machines/types.js';
+import { setOwn } from '../util/own.js';
 
 /** Gating lists that are already merged: absent `allowed` allows all, `[]` denies all. */
+export interface SourceSettings {
+  allowed?: string[];
+  excluded?: string[];
+}
+
+/**
+ * One source's gating settings and the scope that wrote them. Gating is
+ * merged from these per scope, not by precedence, so that a less trusted
+ * scope can only narrow what a more trusted one set (SPEC §2.3; see
+ * `mergeGatingSettings`).
+ */
+export interface ScopedSettings {
+  scope: Scope;
+  /** The file the settings came from. */
+  source: string;
+  settings: SourceSettings;
+}
+
 export interface GatingSettings {
   allowed?: readonly string[];
   excluded?: readonly string[];

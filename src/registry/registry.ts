@@ -2,7 +2,7 @@ import deepEqual from 'fast-deep-equal';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { compareCodePoints, registeredPromptName, registeredToolName, toolPrefix } from './naming.js';
-import { notifyAll } from './listeners.js';
+import { notifyAll } from '../util/listeners.js';
 import { ResourceRegistry } from './resources.js';
 
 /** Which raw tool names of a server are registered (SPEC §2.2 `includeTools` / `excludeTools`). */

@@ -16,7 +16,7 @@
 import deepEqual from 'fast-deep-equal';
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import type { Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
-import { notifyAll } from './listeners.js';
+import { notifyAll } from '../util/listeners.js';
 import { compareCodePoints } from './naming.js';
 
 /** A resource as the host sees it: the server's own entry plus where it came from. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerConfig } from '../../machines/types.js';
-import { approvalHash, decisionsFor, configHash } from '../../src/approvals/hash.js';
+import { decisionsFor } from '../../src/approvals/hash.js';
+import { approvalHash, configHash } from '../../src/config/identity.js';
 
 const base: ServerConfig = { command: 'node', args: ['s.js'], env: { A: '1', B: '2' }, timeout: 1_000, includeTools: ['t'], description: 'd' };
 

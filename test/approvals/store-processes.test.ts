@@ -18,7 +18,7 @@ function assertBuilt(): void {
   const pairs: Array<[string, string]> = [
     ['test/approvals/store-writer.ts', 'dist/test/approvals/store-writer.js'],
     ['src/approvals/store.ts', 'dist/src/approvals/store.js'],
-    ['src/approvals/lock.ts', 'dist/src/approvals/lock.js'],
+    ['src/util/file-lock.ts', 'dist/src/util/file-lock.js'],
   ];
   for (const [src, out] of pairs) {
     const built = join(repo, out);

@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerConfig } from '../../machines/types.js';
-import { approvalHash, configHash } from '../../src/approvals/hash.js';
 import { assemble } from '../../src/config/assemble.js';
 import type { LoadedSource } from '../../src/config/load.js';
 import type { ConfigSource } from '../../src/config/sources.js';
-import { fingerprint } from '../../src/gating/fingerprint.js';
+import { approvalHash, configHash, fingerprint } from '../../src/config/identity.js';
 
 function loaded(source: ConfigSource, servers: Record<string, ServerConfig>, settings: LoadedSource['settings'] = {}, extra: Partial<LoadedSource> = {}): LoadedSource {
   return { source, exists: true, servers, settings, issues: [], fatal: false, ...extra };

@@ -231,7 +231,7 @@ describe('claude-code: bare url is invalid, unset ${VAR} is an error, CLAUDE_PLU
     expect(issueOf(doc, 'bare')!.message).toContain('"type": "http"');
     expect(issueOf(doc, 'unset')).toMatchObject({ field: 'args[0]', code: 'config_unset_variable' });
     expect(issueOf(doc, 'plugin')!.message).toContain('set CLAUDE_PLUGIN_ROOT');
-    // headersHelper is run at connect time now (test/config/headers-helper.test.ts): kept on the entry, no warning.
+    // headersHelper is run at connect time now (test/connection/headers-helper.test.ts): kept on the entry, no warning.
     expect(by.typed!.config.headersHelper).toBe('print-headers');
     expect(doc.issues.find((i) => i.server === 'typed')).toBeUndefined();
   });

@@ -10,13 +10,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMcpController, type McpController } from '../../src/controller.js';
+import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import { defaultProcessStatePath, processIdentity, ProcessTracker, readRecordedGroups, type RecordedGroup } from '../../src/connection/processes.js';
 import { fixturePath, repoRoot, stdioFixtureConfig } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 
 const isUnix = process.platform !== 'win32';
-const controllerModule = pathToFileURL(resolve(repoRoot, 'dist/src/controller.js')).href;
+const controllerModule = pathToFileURL(resolve(repoRoot, 'dist/src/controller/controller.js')).href;
 
 let dirs: string[] = [];
 let pids: number[] = [];

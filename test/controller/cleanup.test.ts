@@ -125,7 +125,7 @@ describe('a server going away', () => {
 });
 
 describe('the host exiting without dispose()', () => {
-  const controllerModule = pathToFileURL(resolve(repoRoot, 'dist/src/controller.js')).href;
+  const controllerModule = pathToFileURL(resolve(repoRoot, 'dist/src/controller/controller.js')).href;
 
   /** A host that starts a controller with a wrapped server and a SIGTERM-ignorer, prints their PIDs, then ends as `how` says. */
   async function runHost(how: 'exit' | 'sigterm'): Promise<number[]> {

@@ -22,7 +22,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { getShortestPaths, type StatePath } from 'xstate/graph';
 import { reasonOfState } from '../../machines/reason.js';
-import type { McpController } from '../../src/controller.js';
+import type { McpController } from '../../src/controller/controller.js';
 import type { McpControllerEvents } from '../../src/controller/types.js';
 import {
   expectedState,

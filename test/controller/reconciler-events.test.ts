@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { AnyEventObject } from 'xstate';
 import type { ReconcilerEvent } from '../../machines/reconciler.machine.js';
 import type { GatingState } from '../../machines/types.js';
-import type { McpController } from '../../src/controller.js';
+import type { McpController } from '../../src/controller/controller.js';
 import { reconcilerEvents, type ReconcilerLevels } from '../../src/controller/desired.js';
 import { desiredServer, stdioFixtureConfig } from '../helpers/fixtures.js';
 import { Harness, row, waitState } from './support.js';

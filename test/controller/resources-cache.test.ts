@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ListingCache } from '../../src/cache/listing-cache.js';
-import { fingerprint } from '../../src/gating/fingerprint.js';
+import { fingerprint } from '../../src/config/identity.js';
 import { stdioFixtureConfig } from '../helpers/fixtures.js';
 import { Harness, row, toolNames, waitState } from './support.js';
 

@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { AnyActorRef } from 'xstate';
-import type { McpController } from '../../src/controller.js';
+import type { McpController } from '../../src/controller/controller.js';
 import { stdioFixtureConfig } from '../helpers/fixtures.js';
 import { Harness, row, toolNames, waitState } from './support.js';
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { runCliCaptured } from '../helpers/cli.js';
-import { createMcpController, type McpController } from '../../src/controller.js';
+import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import type { McpControllerOptions, ServerStateName } from '../../src/controller/types.js';
 import { McpReconcilerError } from '../../src/errors.js';
 import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMcpController, type McpController } from '../../src/controller.js';
+import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import type { ServerStateName } from '../../src/controller/types.js';
 import { startDashboard, type Dashboard } from '../../src/dashboard/server.js';
 import { fixturePath, repoRoot } from '../helpers/fixtures.js';

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMcpController, type McpController } from '../../src/controller.js';
+import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import { startDashboard, type Dashboard } from '../../src/dashboard/server.js';
 import { isLoopbackHost, isSameOrigin, tokenMatches } from '../../src/dashboard/security.js';
 import { hasCode } from '../../src/errors.js';

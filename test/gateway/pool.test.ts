@@ -8,7 +8,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMcpController, type McpController } from '../../src/controller.js';
+import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import { GatewayPool } from '../../src/gateway/pool.js';
 import { waitFor } from '../helpers/processes.js';
 import { inProcessClient, textOf, Workspace } from './support.js';

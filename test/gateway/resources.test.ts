@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { ResourceListChangedNotificationSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryApprovalStore } from '../../src/approvals/store.js';
-import { createMcpController, type McpController } from '../../src/controller.js';
+import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import { GatewayPool } from '../../src/gateway/pool.js';
 import { stdioFixtureConfig } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';

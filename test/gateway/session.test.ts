@@ -13,7 +13,7 @@ import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MemoryApprovalStore } from '../../src/approvals/store.js';
-import { createMcpController, type McpController } from '../../src/controller.js';
+import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import { GatewayPool } from '../../src/gateway/pool.js';
 import { intersect, parseServerList, scopeFromRequest } from '../../src/gateway/scope.js';
 import type { GatewaySession } from '../../src/gateway/server.js';

@@ -6,7 +6,7 @@
  * the same verdicts.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { McpController } from '../../src/controller.js';
+import type { McpController } from '../../src/controller/controller.js';
 import { runCliCaptured } from '../helpers/cli.js';
 import { pidAlive } from '../helpers/processes.js';
 import { basic, Harness, row, toolsOf, waitReconciled, waitState, type Workspace } from '../reload/support.js';

@@ -1,6 +1,5 @@
 import type { DesiredMap, DesiredServer, Scope, ServerConfig } from '../../machines/types.js';
-import { approvalHash } from '../../src/approvals/hash.js';
-import { fingerprint } from '../../src/gating/fingerprint.js';
+import { approvalHash, configHash, fingerprint } from '../../src/config/identity.js';
 
 /** A desired-map entry with its real fingerprint and approval hash, for pure tests. */
 export function entry(name: string, scope: Scope, config: ServerConfig = { command: 'node', args: [`${name}.js`] }): DesiredServer {

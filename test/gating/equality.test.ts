@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerConfig } from '../../machines/types.js';
-import { gatingEqual, serversEqual, type GatingLists } from '../../src/gating/equality.js';
+import { serversEqual } from '../../src/config/identity.js';
+import { gatingEqual, type GatingLists } from '../../src/gating/equality.js';
 
 type Servers = Record<string, ServerConfig> | undefined;
 

@@ -6,8 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DesiredServer, Scope, ServerConfig } from '../../machines/types.js';
-import { approvalHash, configHash } from '../../src/approvals/hash.js';
-import { fingerprint } from '../../src/gating/fingerprint.js';
+import { approvalHash, configHash, fingerprint } from '../../src/config/identity.js';
 
 function findRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));

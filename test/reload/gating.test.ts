@@ -5,7 +5,7 @@
  * settings edit.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { McpController } from '../../src/controller.js';
+import type { McpController } from '../../src/controller/controller.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 import { basic, collect, Harness, row, SLOW, toolsOf, waitReconciled, waitState, type Workspace } from './support.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ReloadCoalescer } from '../../src/watch/index.js';
+import { ReloadCoalescer } from '../../src/watch/coalescer.js';
 
 /** A run the test finishes by hand, so no timing is involved. */
 function gate(): { promise: Promise<void>; open: () => void; fail: (err: Error) => void } {

@@ -2,7 +2,7 @@ import { mkdtemp, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { watchConfigFiles, type ConfigWatcher, type ConfigWatcherOptions } from '../../src/watch/index.js';
+import { watchConfigFiles, type ConfigWatcher, type ConfigWatcherOptions } from '../../src/watch/config-watcher.js';
 import { waitFor } from '../helpers/processes.js';
 
 /** Long enough after the 300 ms debounce (and chokidar's 100 ms atomic window) that a missed event would have arrived. */

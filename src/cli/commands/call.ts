@@ -1,6 +1,6 @@
 import { DEFAULT_REQUEST_TIMEOUT_MSEC } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { ErrorCode as McpErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { McpController } from '../../controller.js';
+import type { McpController } from '../../controller/controller.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
 import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
 import { withController } from '../controller-session.js';

@@ -7,7 +7,7 @@ import { redactServerConfig } from '../../config/redact.js';
 import { formatIssue } from '../../config/sources.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
 import { computeGating } from '../../gating/compute.js';
-import { transportOf } from '../../gating/fingerprint.js';
+import { transportOf } from '../../config/identity.js';
 import type { CliCommand, CliContext } from '../command.js';
 import { displayPath } from '../../format/paths.js';
 import { joinList, table } from '../output.js';

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { createMcpController } from '../../controller.js';
+import { createMcpController } from '../../controller/controller.js';
 import { describeReason, shellQuote } from '../../controller/messages.js';
 import { formatIssue } from '../../config/sources.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../../errors.js';

@@ -1,7 +1,7 @@
 import { emitKeypressEvents } from 'node:readline';
 import { createInterface } from 'node:readline';
 import { canonicalRoot } from '../../approvals/store.js';
-import { createMcpController, type McpController } from '../../controller.js';
+import { createMcpController, type McpController } from '../../controller/controller.js';
 import { describeReason, fixFor } from '../../controller/messages.js';
 import type { McpControllerEvents } from '../../controller/types.js';
 import { formatIssue } from '../../config/sources.js';

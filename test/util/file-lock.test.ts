@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { acquireFileLock, withFileLock } from '../../src/approvals/lock.js';
+import { acquireFileLock, withFileLock } from '../../src/util/file-lock.js';
 import { hasCode } from '../../src/errors.js';
 
 let dir: string;

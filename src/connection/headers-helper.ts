@@ -11,7 +11,7 @@
  */
 import { spawn } from 'node:child_process';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
-import { redactText } from './redact.js';
+import { redactText } from '../config/redact.js';
 
 /** How long a helper may run, in ms (Claude Code's bound). */
 export const HEADERS_HELPER_TIMEOUT_MS = 10_000;

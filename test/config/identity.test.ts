@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerConfig } from '../../machines/types.js';
-import { fingerprint, transportOf } from '../../src/gating/fingerprint.js';
+import { fingerprint, transportOf } from '../../src/config/identity.js';
 
 const base: ServerConfig = {
   command: 'node',
