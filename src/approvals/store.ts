@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, open, readlink, realpath, rename, rm, type FileHandle } from 'node:fs/promises';
+import { lstat, mkdir, open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
-import { homedir } from 'node:os';
-import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { withFileLock, type FileLockOptions } from '../util/file-lock.js';
+import { appDir, isPlainObject, writeFileAtomic } from '../util/persist.js';
 
 /** One stored decision, bound to the config hash it was made for (SPEC §4). */
 export interface ApprovalRecord {
@@ -39,9 +38,7 @@ interface StoreFile {
 
 /** `$XDG_CONFIG_HOME/mcp-reconciler/approvals.json`, or `~/.config/…` when that is unset or relative. */
 export function defaultApprovalsPath(env: NodeJS.ProcessEnv = process.env): string {
-  const xdg = env.XDG_CONFIG_HOME;
-  const base = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.config');
-  return join(base, 'mcp-reconciler', 'approvals.json');
+  return join(appDir('config', env), 'approvals.json');
 }
 
 /**
@@ -78,10 +75,6 @@ function recordProblem(v: unknown): string | undefined {
   if (r.decision !== 'approved' && r.decision !== 'rejected') return '"decision" is neither "approved" nor "rejected"';
   if (typeof r.at !== 'string') return '"at" is not a string';
   return undefined;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 /** What is wrong with a parsed approvals file, or undefined when it is well-formed. */
@@ -291,19 +284,9 @@ export class FileApprovalStore implements ApprovalStore {
   /** Replace `target` (the approvals file, or the end of its symlink) atomically: temp file next to it, then rename. */
   private async writeAtomic(target: string, content: string): Promise<void> {
     const dir = dirname(target);
-    const tmp = join(dir, `.${basename(target)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
     try {
-      const fh = await open(tmp, 'wx', 0o600);
-      try {
-        await fh.chmod(0o600); // the umask may have narrowed it further; never wider
-        await fh.writeFile(content, 'utf8');
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      await rename(tmp, target);
+      await writeFileAtomic(target, content, { durable: true });
     } catch (err) {
-      await rm(tmp, { force: true });
       throw this.storeError(`Cannot write the approvals file ${this.path}: ${describeError(err)}`, err, `Check that ${dir} is writable by you.`);
     }
     // Make the rename itself durable; some filesystems cannot fsync a directory, which is fine.

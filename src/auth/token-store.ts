@@ -6,14 +6,13 @@
  * lock, so `mcp-reconciler auth` in one terminal and a running `watch` in
  * another never lose each other's writes. Nothing here is ever logged.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { homedir } from 'node:os';
+import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import type { OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { withFileLock } from '../util/file-lock.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
+import { appDir, writeFileAtomic } from '../util/persist.js';
 
 /** What is stored for one server URL. Every field is optional: a flow fills them in as it goes. */
 export interface StoredCredentials {
@@ -54,9 +53,7 @@ export interface TokenStore {
 export function defaultTokenStorePath(env: NodeJS.ProcessEnv = process.env): string {
   const own = env.MCP_RECONCILER_OAUTH_STORE;
   if (own && isAbsolute(own)) return own;
-  const xdg = env.XDG_CONFIG_HOME;
-  const base = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.config');
-  return join(base, 'mcp-reconciler', 'oauth.json');
+  return join(appDir('config', env), 'oauth.json');
 }
 
 /**
@@ -123,21 +120,7 @@ export class FileTokenStore implements TokenStore {
   }
 
   private async write(file: StoreFile): Promise<void> {
-    const tmp = `${this.path}.${randomBytes(6).toString('hex')}.tmp`;
-    const fh = await open(tmp, 'wx', 0o600);
-    try {
-      await fh.writeFile(`${JSON.stringify(file, null, 2)}\n`);
-      await fh.chmod(0o600); // never wider than the owner, whatever the umask
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    try {
-      await rename(tmp, this.path);
-    } catch (err) {
-      await rm(tmp, { force: true });
-      throw err;
-    }
+    await writeFileAtomic(this.path, `${JSON.stringify(file, null, 2)}\n`, { durable: true });
   }
 
   private error(what: string, cause?: unknown): McpReconcilerError {

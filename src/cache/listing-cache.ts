@@ -16,12 +16,12 @@
  * version 1 file (tools and prompts only) is still read; its listing has no
  * resources, so they register once the server answers.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { homedir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import deepEqual from 'fast-deep-equal';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { appDir, isPlainObject, writeFileAtomic } from '../util/persist.js';
 
 /** A server's listing as it was last seen. */
 export interface CachedListing {
@@ -50,13 +50,7 @@ interface CacheFile extends CachedListing {
  * `~/.cache/mcp-reconciler/listings` when that is unset or relative.
  */
 export function defaultListingCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  const xdg = env.XDG_CACHE_HOME;
-  const base = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.cache');
-  return join(base, 'mcp-reconciler', 'listings');
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
+  return join(appDir('cache', env), 'listings');
 }
 
 /** A listing read from disk, or `undefined` when it is not one we wrote (wrong shape, other key). */
@@ -67,16 +61,16 @@ function parseFile(text: string, fingerprint: string): CachedListing | undefined
   } catch {
     return undefined;
   }
-  if (!isObject(doc) || !READABLE_VERSIONS.includes(doc.version) || doc.fingerprint !== fingerprint) return undefined;
+  if (!isPlainObject(doc) || !READABLE_VERSIONS.includes(doc.version) || doc.fingerprint !== fingerprint) return undefined;
   const { tools, prompts, resources, resourceTemplates } = doc;
   if (!Array.isArray(tools) || !Array.isArray(prompts)) return undefined;
-  if (!tools.every((t) => isObject(t) && typeof t.name === 'string' && isObject(t.inputSchema))) return undefined;
-  if (!prompts.every((p) => isObject(p) && typeof p.name === 'string')) return undefined;
+  if (!tools.every((t) => isPlainObject(t) && typeof t.name === 'string' && isPlainObject(t.inputSchema))) return undefined;
+  if (!prompts.every((p) => isPlainObject(p) && typeof p.name === 'string')) return undefined;
   const listing: CachedListing = { tools: tools as Tool[], prompts: prompts as Prompt[] };
   if (doc.version === 1) return listing;
   if (!Array.isArray(resources) || !Array.isArray(resourceTemplates)) return undefined;
-  if (!resources.every((r) => isObject(r) && typeof r.uri === 'string' && typeof r.name === 'string')) return undefined;
-  if (!resourceTemplates.every((t) => isObject(t) && typeof t.uriTemplate === 'string' && typeof t.name === 'string')) return undefined;
+  if (!resources.every((r) => isPlainObject(r) && typeof r.uri === 'string' && typeof r.name === 'string')) return undefined;
+  if (!resourceTemplates.every((t) => isPlainObject(t) && typeof t.uriTemplate === 'string' && typeof t.name === 'string')) return undefined;
   return { ...listing, resources: resources as Resource[], resourceTemplates: resourceTemplates as ResourceTemplate[] };
 }
 
@@ -187,20 +181,6 @@ export class ListingCache {
 }
 
 /** Temp file next to `file` (0600, created exclusively), then rename over it. */
-async function writeAtomic(file: string, content: string): Promise<void> {
-  const dir = join(file, '..');
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  try {
-    const fh = await open(tmp, 'wx', 0o600);
-    try {
-      await fh.writeFile(content, 'utf8');
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, file);
-  } catch (err) {
-    await rm(tmp, { force: true }).catch(() => undefined);
-    throw err;
-  }
+function writeAtomic(file: string, content: string): Promise<void> {
+  return writeFileAtomic(file, content, { mkdir: true });
 }

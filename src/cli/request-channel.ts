@@ -16,13 +16,14 @@
  * - a watch never takes a request older than itself or past its pickup time,
  *   and anyone holding the lock prunes expired requests and dead watchers.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { lstat, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { createHash, randomUUID } from 'node:crypto';
+import { lstat, mkdir, readFile, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { withFileLock } from '../util/file-lock.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { watchConfigFiles, type ConfigWatcher } from '../watch/config-watcher.js';
+import { writeFileAtomic } from '../util/persist.js';
 
 /** What a request asks the running watch to do. */
 export type RequestVerb = 'reconnect' | 'approve-session';
@@ -203,18 +204,9 @@ async function writeChannel(file: string, doc: ChannelFile): Promise<void> {
     await rm(file, { force: true });
     return;
   }
-  const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   try {
-    const fh = await open(tmp, 'wx', 0o600);
-    try {
-      await fh.chmod(0o600);
-      await fh.writeFile(`${JSON.stringify(doc)}\n`, 'utf8');
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, file);
+    await writeFileAtomic(file, `${JSON.stringify(doc)}\n`);
   } catch (err) {
-    await rm(tmp, { force: true });
     throw channelError(file, `Cannot write the request file ${file}: ${describeError(err)}`, `Check that ${dirname(file)} is writable by you.`, err);
   }
 }

@@ -9,6 +9,7 @@ import { basename, dirname, sep } from 'node:path';
 import { DEFAULT_SYNTAX, type VariableSyntax } from './expand.js';
 import { setOwn } from '../util/own.js';
 import { MAX_TIMEOUT_MS, type EntryProblem } from './schema.js';
+import { isPlainObject } from '../util/persist.js';
 
 /** The file formats mcp-reconciler reads, one per host. */
 export const FORMAT_NAMES = [
@@ -72,10 +73,6 @@ export interface ConfigFormat {
 }
 
 type Raw = Record<string, unknown>;
-
-function isPlainObject(v: unknown): v is Raw {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 function isStringArray(v: unknown): v is string[] {
   return Array.isArray(v) && v.every((x) => typeof x === 'string');

@@ -9,27 +9,20 @@
  * Answers can be secrets (`password` inputs) and can become command paths,
  * so a file that someone else owns or can write is not used.
  */
-import { randomBytes } from 'node:crypto';
-import { homedir } from 'node:os';
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join } from 'node:path';
+import { mkdir, readFile, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { withFileLock } from '../util/file-lock.js';
 import { setOwn } from '../util/own.js';
+import { appDir, isPlainObject, writeFileAtomic } from '../util/persist.js';
 
 /** `$XDG_CONFIG_HOME/mcp-reconciler/inputs.json`, else `~/.config/mcp-reconciler/inputs.json`. */
 export function defaultInputsPath(env: NodeJS.ProcessEnv = process.env): string {
-  const xdg = env.XDG_CONFIG_HOME;
-  const base = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.config');
-  return join(base, 'mcp-reconciler', 'inputs.json');
+  return join(appDir('config', env), 'inputs.json');
 }
 
 interface StoreFile {
   version: 1;
   workspaces: Record<string, Record<string, string>>;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 /** The answers store; every method is safe to call concurrently within one process. */
@@ -98,19 +91,9 @@ export class InputStore {
       const answers = Object.hasOwn(doc.workspaces, root) ? doc.workspaces[root]! : {};
       setOwn(answers, variable, value);
       setOwn(doc.workspaces, root, answers);
-      const tmp = join(dir, `.${basename(this.path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
       try {
-        const fh = await open(tmp, 'wx', 0o600);
-        try {
-          await fh.chmod(0o600);
-          await fh.writeFile(`${JSON.stringify(doc, null, 2)}\n`, 'utf8');
-          await fh.sync();
-        } finally {
-          await fh.close();
-        }
-        await rename(tmp, this.path);
+        await writeFileAtomic(this.path, `${JSON.stringify(doc, null, 2)}\n`, { durable: true });
       } catch (err) {
-        await rm(tmp, { force: true });
         throw new Error(`cannot write ${this.path}: ${(err as Error).message}; check that ${dir} is writable by you`);
       }
     });

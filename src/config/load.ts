@@ -2,7 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import type { Scope, ServerConfig } from '../../machines/types.js';
+import type { ServerConfig } from '../../machines/types.js';
 import { ErrorCode } from '../errors.js';
 import { expandServerConfig } from './expand.js';
 import { formatForPath, formats, isVscodeShaped, type ConfigFormat } from './formats.js';
@@ -14,7 +14,8 @@ import { formatFieldPath } from './field-path.js';
 import { isYamlPath, type ConfigIssue, type ConfigSource } from './sources.js';
 
 /** Gating settings as written in one file (SPEC §2.3); `allowed: []` is kept (deny all). */export type { ScopedSettings, SourceSettings } from '../gating/compute.js';
-import type { ScopedSettings, SourceSettings } from '../gating/compute.js';
+import type { SourceSettings } from '../gating/compute.js';
+import { isPlainObject } from '../util/persist.js';
 
 /** One source file after parse, validation and expansion. */
 export interface LoadedSource {
@@ -37,10 +38,6 @@ export interface LoadedSource {
    * a change to one of them must re-read this source.
    */
   extraWatchPaths?: string[];
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function empty(source: ConfigSource, exists: boolean): LoadedSource {

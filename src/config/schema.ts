@@ -3,6 +3,7 @@ import type { ServerConfig, TransportType } from '../../machines/types.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { setOwn } from '../util/own.js';
 import { formatFieldPath } from './field-path.js';
+import { isPlainObject } from '../util/persist.js';
 
 /** One validation problem inside an entry; `path` is relative to the entry. */
 export interface EntryProblem {
@@ -96,10 +97,6 @@ const entrySchema = z.object({
     .max(MAX_TIMEOUT_MS, { error: `must be at most ${MAX_TIMEOUT_MS} ms (24 hours)` })
     .optional(),
 });
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 /**
  * The zod pieces the published JSON Schema is generated from

@@ -5,10 +5,10 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { dirname, isAbsolute, join } from 'node:path';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
+import { appDir, writeFileAtomicSync } from '../util/persist.js';
 
 /** Options of a {@link ProcessTracker}. */
 export interface ProcessTrackerOptions {
@@ -283,10 +283,8 @@ function sameIdentity(a: ProcessIdentity, b: { start: string; cmdline: readonly 
  * (real) root so every path to one workspace shares one file.
  */
 export function defaultProcessStatePath(root: string, env: NodeJS.ProcessEnv = process.env): string {
-  const xdg = env.XDG_STATE_HOME;
-  const base = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.local', 'state');
   const key = createHash('sha256').update(root).digest('hex').slice(0, 32);
-  return join(base, 'mcp-reconciler', 'processes', `${key}.json`);
+  return join(appDir('state', env), 'processes', `${key}.json`);
 }
 
 /** A group as recorded, or undefined when `g` is not one (a torn or foreign entry). */
@@ -350,11 +348,7 @@ function writeState(file: string, groups: readonly RecordedGroup[]): void {
     rmSync(file, { force: true });
     return;
   }
-  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify({ version: 1, groups } satisfies StateDocument)}\n`, { mode: 0o600 });
-  chmodSync(tmp, 0o600); // the umask cannot widen it, but a leftover temp file may predate us
-  renameSync(tmp, file);
+  writeFileAtomicSync(file, `${JSON.stringify({ version: 1, groups } satisfies StateDocument)}\n`, { mkdir: true });
 }
 
 /** Journal lines appended beyond this many bytes are folded into one snapshot. */

@@ -3,6 +3,7 @@ import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { describeError } from '../errors.js';
 import type { RegisteredTool } from './registry.js';
+import { isPlainObject } from '../util/persist.js';
 
 /** `_meta` key under which a rejected result keeps what the tool returned. */
 export const OUTPUT_CONTRACT_META_KEY = 'mcp-reconciler/output-contract';
@@ -22,28 +23,24 @@ type Check = { validate: (value: unknown) => string[] } | { compileError: string
 // each schema compiles once, and a re-listed tool's old entry is collected.
 const checks = new WeakMap<object, Check>();
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 /** Names of properties `data` has at `pointer` that the schema there forbids; undefined when unknown. */
 function extraPropertiesAt(schema: unknown, data: unknown, pointer: string): string[] | undefined {
   const segments = pointer === '' ? [] : pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   let s = schema;
   let d = data;
   for (const seg of segments) {
-    if (!isObject(s)) return undefined;
+    if (!isPlainObject(s)) return undefined;
     if (Array.isArray(d)) {
       s = s.items;
       d = d[Number(seg)];
-    } else if (isObject(d)) {
-      s = isObject(s.properties) ? s.properties[seg] : undefined;
+    } else if (isPlainObject(d)) {
+      s = isPlainObject(s.properties) ? s.properties[seg] : undefined;
       d = d[seg];
     } else return undefined;
   }
   // Only the plain case is named; patternProperties and combinators are left to the generic message.
-  if (!isObject(s) || s.additionalProperties !== false || s.patternProperties !== undefined || !isObject(d)) return undefined;
-  const known = new Set(isObject(s.properties) ? Object.keys(s.properties) : []);
+  if (!isPlainObject(s) || s.additionalProperties !== false || s.patternProperties !== undefined || !isPlainObject(d)) return undefined;
+  const known = new Set(isPlainObject(s.properties) ? Object.keys(s.properties) : []);
   const extra = Object.keys(d).filter((k) => !known.has(k));
   return extra.length > 0 ? extra : undefined;
 }
