@@ -14,6 +14,7 @@ export {
   MAX_SEPARATOR_LENGTH,
   type NameCollision,
   type NamingSource,
+  type ResolvedName,
 } from './naming.js';
 export { createSessionServer, GATEWAY_INFO, type GatewaySession, type SessionServerOptions } from './server.js';
 export { serveStdio, type StdioGateway, type StdioGatewayOptions } from './stdio.js';
