@@ -18,6 +18,17 @@ import { scopeFromRequest, type SessionScope } from './scope.js';
 /** The path the gateway answers on. */
 export const MCP_PATH = '/mcp';
 
+/**
+ * How long an HTTP session lives with no request and no open stream, when
+ * `sessionIdleTimeoutMs` is not given: 30 minutes. A client that left without
+ * `DELETE` (crashed, killed, lost its laptop lid) must not keep its servers
+ * running, nor its place among the open sessions, for ever.
+ */
+export const GATEWAY_SESSION_IDLE_TIMEOUT_MS = 1_800_000;
+
+/** Why a session closed: the client's `DELETE` (or the gateway's stop), its idle time, or room for a new one. */
+export type SessionCloseReason = 'closed' | 'idle' | 'evicted';
+
 /** Options of {@link startHttpGateway}. */
 export interface HttpGatewayOptions {
   /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
@@ -25,8 +36,19 @@ export interface HttpGatewayOptions {
   /** The access token; default 32 random bytes (hex). At least 16 characters. */
   token?: string;
   callTimeoutMs?: number;
-  /** Most sessions open at once (default 64); an initialize beyond it is answered 503. */
+  /**
+   * Most sessions open at once (default 64). An initialize beyond it ends
+   * the least recently used idle session (no request or stream open) to make
+   * room, and is answered 503 only when every session is in use.
+   */
   maxSessions?: number;
+  /**
+   * End a session after this many ms with no request and no open stream
+   * (default {@link GATEWAY_SESSION_IDLE_TIMEOUT_MS}): it leaves the pool, so
+   * its servers are released and stop after their own idle timeout, and its
+   * id is answered 404 from then on.
+   */
+  sessionIdleTimeoutMs?: number;
   /** Largest request body in bytes (default 4 MiB). */
   maxBodyBytes?: number;
   /**
@@ -37,7 +59,7 @@ export interface HttpGatewayOptions {
    */
   resumable?: boolean;
   /** Told about each session that opens or closes (for the CLI's log). */
-  onSession?: (event: { type: 'open' | 'close'; id: string; scope: SessionScope }) => void;
+  onSession?: (event: { type: 'open' | 'close'; id: string; scope: SessionScope; reason?: SessionCloseReason }) => void;
 }
 
 /** A listening HTTP gateway. */
@@ -46,8 +68,8 @@ export interface HttpGateway {
   readonly url: string;
   readonly port: number;
   readonly token: string;
-  /** Open sessions by `Mcp-Session-Id`. */
-  sessions(): { id: string; scope: SessionScope }[];
+  /** Open sessions by `Mcp-Session-Id`; `idle` when none of its requests or streams is open. */
+  sessions(): { id: string; scope: SessionScope; idle: boolean }[];
   /** Close every session and stop listening. Idempotent. */
   close(): Promise<void>;
 }
@@ -56,6 +78,12 @@ interface HttpSession {
   gateway: GatewaySession;
   transport: StreamableHTTPServerTransport;
   scope: SessionScope;
+  /** Requests and streams of this session still open (an SSE GET stays open while the client listens). */
+  open: number;
+  /** When a request last started or ended (ms since the epoch): eviction takes the oldest. */
+  lastUsed: number;
+  /** Ends the session once it has been idle for the session idle timeout; set while `open` is 0. */
+  expiry: NodeJS.Timeout | undefined;
 }
 
 const MIN_TOKEN_LENGTH = 16;
@@ -123,23 +151,75 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
   }
   const maxSessions = options.maxSessions ?? 64;
   const maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024;
+  const idleMs = options.sessionIdleTimeoutMs ?? GATEWAY_SESSION_IDLE_TIMEOUT_MS;
+  if (!Number.isSafeInteger(idleMs) || idleMs < 1) {
+    throw new McpReconcilerError(ErrorCode.Usage, `the session idle timeout must be a whole number of milliseconds of at least 1, not ${idleMs}`, {
+      hint: `leave it unset for ${GATEWAY_SESSION_IDLE_TIMEOUT_MS} (30 minutes)`,
+    });
+  }
   const sessions = new Map<string, HttpSession>();
+  /** Initializes under way: they count against maxSessions before their session exists. */
+  let opening = 0;
   let port = 0;
   let stopping = false;
 
-  const closeSession = async (id: string): Promise<void> => {
+  const closeSession = async (id: string, reason: SessionCloseReason = 'closed'): Promise<void> => {
     const s = sessions.get(id);
     if (!s) return;
     sessions.delete(id);
-    options.onSession?.({ type: 'close', id, scope: s.scope });
+    clearTimeout(s.expiry);
+    options.onSession?.({ type: 'close', id, scope: s.scope, ...(reason !== 'closed' ? { reason } : {}) });
+    // Leaving the pool releases the session's servers: their own idle timeout applies from here.
     await s.gateway.close();
   };
 
+  /** Count `res` as open for session `id` until it closes; the idle countdown starts when the last one does. */
+  const track = (id: string, s: HttpSession, res: ServerResponse): void => {
+    s.open++;
+    s.lastUsed = Date.now();
+    clearTimeout(s.expiry);
+    s.expiry = undefined;
+    res.once('close', () => {
+      s.open--;
+      s.lastUsed = Date.now();
+      if (s.open > 0 || sessions.get(id) !== s) return;
+      // Unref'd: an idle session must not keep a stopping process alive.
+      s.expiry = setTimeout(() => {
+        if (s.open === 0 && sessions.get(id) === s) void closeSession(id, 'idle');
+      }, idleMs).unref();
+    });
+  };
+
+  /** The least recently used session with nothing open, if any. */
+  const idlest = (): string | undefined => {
+    let found: [string, HttpSession] | undefined;
+    for (const entry of sessions) if (entry[1].open === 0 && (!found || entry[1].lastUsed < found[1].lastUsed)) found = entry;
+    return found?.[0];
+  };
+
   const openSession = async (req: IncomingMessage, res: ServerResponse, url: URL, body: unknown): Promise<void> => {
-    if (sessions.size >= maxSessions) {
-      jsonRpcError(res, 503, `the gateway has ${maxSessions} open sessions; close one (HTTP DELETE) and try again`);
-      return;
+    while (sessions.size + opening >= maxSessions) {
+      const evict = idlest();
+      if (evict === undefined) {
+        jsonRpcError(
+          res,
+          503,
+          `the gateway has ${maxSessions} sessions and every one is in use (a request or stream open); ` +
+            'end a session you no longer need (HTTP DELETE with its Mcp-Session-Id), or try again once one of them is idle',
+        );
+        return;
+      }
+      await closeSession(evict, 'evicted');
     }
+    opening++;
+    try {
+      await startSession(req, res, url, body);
+    } finally {
+      opening--;
+    }
+  };
+
+  const startSession = async (req: IncomingMessage, res: ServerResponse, url: URL, body: unknown): Promise<void> => {
     let scope: SessionScope;
     try {
       scope = scopeFromRequest(url, req.headers);
@@ -156,7 +236,9 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
       sessionIdGenerator: () => randomUUID(),
       ...(options.resumable ? { eventStore: new BoundedEventStore() } : {}),
       onsessioninitialized: (id) => {
-        sessions.set(id, { gateway, transport, scope });
+        const s: HttpSession = { gateway, transport, scope, open: 0, lastUsed: Date.now(), expiry: undefined };
+        sessions.set(id, s);
+        track(id, s, res);
         options.onSession?.({ type: 'open', id, scope });
       },
       onsessionclosed: (id) => closeSession(id),
@@ -188,7 +270,10 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       const s = sessions.get(sessionId);
-      if (!s) return jsonRpcError(res, 404, 'Session not found: it ended or the gateway restarted; initialize a new session');
+      if (!s) {
+        return jsonRpcError(res, 404, `Session not found: it was closed, unused for ${idleMs} ms, or the gateway restarted; initialize a new session`);
+      }
+      track(sessionId, s, res);
       return s.transport.handleRequest(req, res);
     }
     if (req.method !== 'POST') return jsonRpcError(res, 400, 'no Mcp-Session-Id header: start a session with an initialize request (POST)');
@@ -231,7 +316,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     url: `http://127.0.0.1:${port}${MCP_PATH}`,
     port,
     token,
-    sessions: () => [...sessions.entries()].map(([id, s]) => ({ id, scope: s.scope })),
+    sessions: () => [...sessions.entries()].map(([id, s]) => ({ id, scope: s.scope, idle: s.open === 0 })),
     close: () => {
       closing ??= (async () => {
         stopping = true;

@@ -14,9 +14,10 @@ export {
   MAX_SEPARATOR_LENGTH,
   type NameCollision,
   type NamingSource,
+  type ResolvedName,
 } from './naming.js';
 export { createSessionServer, GATEWAY_INFO, type GatewaySession, type SessionServerOptions } from './server.js';
 export { serveStdio, type StdioGateway, type StdioGatewayOptions } from './stdio.js';
-export { startHttpGateway, MCP_PATH, type HttpGateway, type HttpGatewayOptions } from './http.js';
+export { startHttpGateway, MCP_PATH, GATEWAY_SESSION_IDLE_TIMEOUT_MS, type HttpGateway, type HttpGatewayOptions, type SessionCloseReason } from './http.js';
 export { parseServerList, scopeFromRequest, inScope, describeScope, SCOPE_HEADERS, SCOPE_QUERY_PARAM, type SessionScope } from './scope.js';
 export { BoundedEventStore } from './event-store.js';

@@ -2,9 +2,10 @@
  * The names the gateway gives the registry's tools and prompts:
  * `mcp<sep><server><sep><name>`, with `__` as the default separator, which
  * gives exactly the registry's own `mcp__<server>__<name>`. Each gateway
- * name maps back to the registry entry (which knows the server and the
- * server's own name), so calls and `prompts/get` take the gateway's names;
- * under a custom separator the registry's own names are not served.
+ * name maps back, through a table built from the registry, to exactly one
+ * registry entry (which knows the server and the server's own name), so
+ * calls and `prompts/get` take the gateway's names; under a custom
+ * separator the registry's own names are not served.
  *
  * A separator can make two entries meet on one name (with `-`, server `a-b`'s
  * tool `c` and server `a`'s tool `b-c` are both `mcp-a-b-c`): the first in
@@ -72,6 +73,12 @@ export interface NamingSource {
   prompts(): RegisteredPrompt[];
   /** Configured (and removed) server names, for names nothing is registered under. */
   servers(): Iterable<string>;
+  /**
+   * The server whose entry the registry holds under `registryName` now: an
+   * entry found in a table that a registry change has not invalidated yet
+   * is looked up again in a fresh one.
+   */
+  serverOf?(kind: 'tool' | 'prompt', registryName: string): string | undefined;
 }
 
 interface Table<T> {
@@ -81,6 +88,12 @@ interface Table<T> {
 }
 
 type Entry = { server: string; rawName: string; name: string };
+
+/** What {@link GatewayNames.resolve} found for a gateway name. */
+export type ResolvedName<T> =
+  | { kind: 'entry'; entry: T }
+  | { kind: 'renamed'; server: string }
+  | { kind: 'unknown'; server: string | undefined };
 
 /**
  * The gateway's names over a live registry, both ways. Tables are rebuilt on
@@ -138,31 +151,54 @@ export class GatewayNames {
   }
 
   /**
-   * What a gateway name is to the controller. `server`: its entry's server,
-   * else the configured one with the longest matching `mcp<sep><server><sep>`
-   * prefix (server names may contain the separator). `registryName`: the
-   * entry's name, else the registry's name for that server and the rest, so
-   * the controller can say why nothing is registered (`mcp__p__echo` for
-   * `mcp-p-echo` while `p` waits for approval); `undefined` for a registry
-   * name this gateway does not serve (a custom separator renamed it).
+   * What a gateway name stands for, from the tables alone: the one
+   * registered entry (server and the server's own name) listed under it, or
+   * nothing. Nothing is ever derived by cutting a name apart and joining the
+   * pieces again: server names are sanitised and may contain the separator,
+   * so a re-joined name can spell another server's entry.
+   *
+   * - `entry`: the registered tool or prompt served under `name`; its
+   *   `server` is the server that answers.
+   * - `renamed`: `name` is the registry's own name of an entry this gateway
+   *   serves under another name (a custom separator); nothing answers to it.
+   * - `unknown`: nothing is served under `name`. `server` is the configured
+   *   server whose `mcp<sep><server><sep>` prefix it has (the longest), for
+   *   saying why (`mcp-p-echo` while `p` waits for approval) and never for
+   *   sending anything.
    */
-  resolve(kind: NameCollision['kind'], name: string): { server: string | undefined; registryName: string | undefined } {
-    const tables = this.build();
-    const entry = (kind === 'tool' ? tables.tools : tables.prompts).byName.get(name);
-    if (entry) return { server: entry.server, registryName: entry.name };
+  resolve(kind: 'tool', name: string): ResolvedName<RegisteredTool>;
+  resolve(kind: 'prompt', name: string): ResolvedName<RegisteredPrompt>;
+  resolve(kind: NameCollision['kind'], name: string): ResolvedName<RegisteredTool | RegisteredPrompt> {
+    let entry = this.entry(kind, name);
+    if (entry && this.source.serverOf && this.source.serverOf(kind, entry.name) !== entry.server) {
+      this.invalidate();
+      entry = this.entry(kind, name);
+    }
+    if (entry) return { kind: 'entry', entry };
+    if (this.separator !== DEFAULT_SEPARATOR) {
+      const renamed = (kind === 'tool' ? this.source.tools() : this.source.prompts()).find((e) => e.name === name);
+      if (renamed) return { kind: 'renamed', server: renamed.server };
+    }
     let server: string | undefined;
     for (const s of this.source.servers()) {
       if (name.startsWith(this.prefixOf(s)) && (server === undefined || s.length > server.length)) server = s;
     }
-    if (this.separator === DEFAULT_SEPARATOR) return { server, registryName: name };
-    if (server !== undefined) return { server, registryName: `mcp__${sanitiseNamePart(server)}__${name.slice(this.prefixOf(server).length)}` };
-    const registered = (kind === 'tool' ? this.source.tools() : this.source.prompts()).some((e) => e.name === name);
-    return { server, registryName: registered ? undefined : name };
+    return { kind: 'unknown', server };
+  }
+
+  /** The gateway name of `server`'s tool or prompt `rawName` under this separator. */
+  nameOf(server: string, rawName: string): string {
+    return gatewayName(this.separator, server, rawName);
   }
 
   /** `message` (the controller's, about `registryName`) with the gateway's name in its place. */
   rename(message: string, registryName: string, name: string): string {
     return registryName === name ? message : message.split(registryName).join(name);
+  }
+
+  private entry(kind: NameCollision['kind'], name: string): RegisteredTool | RegisteredPrompt | undefined {
+    const tables = this.build();
+    return (kind === 'tool' ? tables.tools : tables.prompts).byName.get(name);
   }
 
   private prefixOf(server: string): string {

@@ -111,6 +111,7 @@ export class GatewayPool {
         tools: () => controller.tools(),
         prompts: () => controller.prompts(),
         servers: () => controller.status().map((r) => r.name),
+        serverOf: (kind, name) => (kind === 'tool' ? controller.serverOfTool(name) : controller.prompts().find((p) => p.name === name)?.server),
       },
       separator,
       (c) => options.onError?.(`warning: ${describeCollision(c, separator)}`),

@@ -19,7 +19,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import type { GatewayPool, PoolSession } from './pool.js';
-import { describeScope, inScope, type SessionScope } from './scope.js';
+import { inScope, type SessionScope } from './scope.js';
+import { outsideScope, unservedName } from './refusals.js';
 import { serveResources } from './resources.js';
 
 /** The gateway's name and version in `initialize`. */
@@ -134,24 +135,18 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
     return { prompts };
   });
 
+  // Each handler resolves the name through the naming table to one registered entry, checks
+  // the scope on that entry's server (the one that answers), and hands the controller that
+  // entry's registry name in the same tick, so no registry change can come between.
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     await pool.ready(session.id);
     const name = request.params.name;
-    // The controller knows the registry's name; its messages then get the gateway's back.
-    const { server: owner, registryName } = names.resolve('tool', name);
-    if (owner !== undefined && !inScope(scope, owner)) {
-      return errorResult(
-        `Tool ${name} is not available in this session: its MCP server "${owner}" is outside the session's servers (${describeScope(scope)}). ` +
-          'To use it, open a session that names this server (?servers=… or --servers …).',
-      );
-    }
-    // The controller's own answer would list every configured server, including those outside the scope.
-    if (owner === undefined && scope !== undefined) {
-      return errorResult(`Tool ${name} is not provided by any MCP server of this session (${describeScope(scope)}). List the session's tools with tools/list.`);
-    }
-    if (registryName === undefined) return errorResult(notServed('Tool', name));
+    const resolved = names.resolve('tool', name);
+    if (resolved.kind !== 'entry') return errorResult(unservedName(controller, names, scope, 'Tool', name, resolved));
+    const { server: owner, name: registryName } = resolved.entry;
+    if (!inScope(scope, owner)) return errorResult(outsideScope('Tool', name, owner, scope));
     const progressToken = request.params._meta?.progressToken;
-    const endCall = pool.trackCall(session.id, owner ?? '', extra.requestId);
+    const endCall = pool.trackCall(session.id, owner, extra.requestId);
     try {
       return await controller.callTool(registryName, request.params.arguments ?? {}, {
         signal: extra.signal,
@@ -182,24 +177,18 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
   server.setRequestHandler(GetPromptRequestSchema, async (request, extra): Promise<GetPromptResult> => {
     await pool.ready(session.id);
     const name = request.params.name;
-    const { server: owner, registryName } = names.resolve('prompt', name);
-    if (owner !== undefined && !inScope(scope, owner)) {
-      throw new McpError(-32602, `Prompt ${name} is not available in this session: its MCP server "${owner}" is outside the session's servers (${describeScope(scope)}).`);
-    }
-    if (registryName === undefined) throw new McpError(-32602, notServed('Prompt', name));
+    // prompts/get has no error result: the reason text travels as the JSON-RPC error message.
+    const resolved = names.resolve('prompt', name);
+    if (resolved.kind !== 'entry') throw new McpError(McpErrorCode.InvalidParams, unservedName(controller, names, scope, 'Prompt', name, resolved));
+    const { server: owner, name: registryName } = resolved.entry;
+    if (!inScope(scope, owner)) throw new McpError(McpErrorCode.InvalidParams, outsideScope('Prompt', name, owner, scope));
     try {
       return await controller.getPrompt(registryName, request.params.arguments ?? {}, { signal: extra.signal, timeoutMs: callTimeoutMs });
     } catch (err) {
-      // prompts/get has no error result: the reason text travels as the JSON-RPC error message.
-      if (err instanceof McpReconcilerError) throw new McpError(-32602, names.rename(err.message, registryName, name));
+      if (err instanceof McpReconcilerError) throw new McpError(McpErrorCode.InvalidParams, names.rename(err.message, registryName, name));
       throw err;
     }
   });
-
-  /** A registry name the gateway serves under another name (a custom separator). */
-  function notServed(what: 'Tool' | 'Prompt', name: string): string {
-    return `${what} ${name} is not provided under that name: this gateway names them ${names.pattern}. List them with ${what === 'Tool' ? 'tools/list' : 'prompts/list'}.`;
-  }
 
   let closing: Promise<void> | undefined;
   return {

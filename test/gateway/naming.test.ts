@@ -49,16 +49,33 @@ describe('gateway names', () => {
     expect(gatewayName('--------', 'server-with-a-long-name', 'tool-with-an-even-longer-name-than-the-servers')).not.toBe(long);
   });
 
-  it('resolves a name to its server and the registry name the controller knows (longest prefix for unregistered ones)', () => {
-    const { n } = names([tool('a', 'x')], '-', ['a', 'a-b', 'p']);
-    expect(n.resolve('tool', 'mcp-a-x')).toEqual({ server: 'a', registryName: 'mcp__a__x' });
-    expect(n.resolve('tool', 'mcp-a-b-echo')).toEqual({ server: 'a-b', registryName: 'mcp__a-b__echo' });
-    expect(n.resolve('tool', 'mcp-p-echo')).toEqual({ server: 'p', registryName: 'mcp__p__echo' });
-    expect(n.resolve('tool', 'mcp-zzz-echo')).toEqual({ server: undefined, registryName: 'mcp-zzz-echo' });
+  it('resolves a name to exactly the entry listed under it; other names to nothing, with the server whose prefix they have (for messages)', () => {
+    const tools = [tool('a', 'x'), tool('a b', 'pid')];
+    const { n } = names(tools, '-', ['a', 'a b', 'a-b', 'p']);
+    expect(n.resolve('tool', 'mcp-a-x')).toEqual({ kind: 'entry', entry: tools[0] });
+    expect(n.resolve('tool', 'mcp-a_b-pid')).toEqual({ kind: 'entry', entry: tools[1] });
+    expect(n.resolve('tool', 'mcp-a-b-echo')).toEqual({ kind: 'unknown', server: 'a-b' });
+    expect(n.resolve('tool', 'mcp-p-echo')).toEqual({ kind: 'unknown', server: 'p' });
+    expect(n.resolve('tool', 'mcp-zzz-echo')).toEqual({ kind: 'unknown', server: undefined });
+    // "a b" sanitises to a_b: the rest after a's prefix spells the registry name of "a b"'s tool,
+    // and must not reach it.
+    expect(tools[1]!.name).toBe('mcp__a_b__pid');
+    expect(n.resolve('tool', 'mcp-a-_b__pid')).toEqual({ kind: 'unknown', server: 'a' });
     // The registry's own name is not served under a custom separator.
-    expect(n.resolve('tool', 'mcp__a__x')).toEqual({ server: undefined, registryName: undefined });
-    expect(names([tool('a', 'x')]).n.resolve('tool', 'mcp__a__x')).toEqual({ server: 'a', registryName: 'mcp__a__x' });
+    expect(n.resolve('tool', 'mcp__a__x')).toEqual({ kind: 'renamed', server: 'a' });
+    expect(names([tool('a', 'x')]).n.resolve('tool', 'mcp__a__x')).toEqual({ kind: 'entry', entry: expect.objectContaining({ server: 'a', rawName: 'x' }) });
     expect(n.rename('Tool mcp__p__echo is unavailable: "p" waits.', 'mcp__p__echo', 'mcp-p-echo')).toBe('Tool mcp-p-echo is unavailable: "p" waits.');
+  });
+
+  it('an entry from a table the registry has moved on from is looked up again in a fresh table', () => {
+    let tools = [tool('x.y', 'echo')];
+    const owner = new Map<string, string>([['mcp__x_y__echo', 'x.y']]);
+    const n = new GatewayNames({ tools: () => tools, prompts: () => [], servers: () => ['x.y', 'x_y'], serverOf: (_kind, name) => owner.get(name) });
+    expect(n.resolve('tool', 'mcp__x_y__echo')).toEqual({ kind: 'entry', entry: expect.objectContaining({ server: 'x.y' }) });
+    // Not invalidated: the same registry name now stands for another server's tool.
+    tools = [tool('x_y', 'echo')];
+    owner.set('mcp__x_y__echo', 'x_y');
+    expect(n.resolve('tool', 'mcp__x_y__echo')).toEqual({ kind: 'entry', entry: expect.objectContaining({ server: 'x_y' }) });
   });
 
   it('two tools a separator gives one name: the first keeps it, the other is left out and reported once', () => {

@@ -7,7 +7,7 @@ import { ErrorCode, McpReconcilerError, describeError } from '../../errors.js';
 import { parseServerList, type SessionScope } from '../../gateway/scope.js';
 import { validateSeparator } from '../../gateway/naming.js';
 import type { StdioGateway } from '../../gateway/stdio.js';
-import type { HttpGateway } from '../../gateway/http.js';
+import type { HttpGateway, SessionCloseReason } from '../../gateway/http.js';
 import type { GatewayPool } from '../../gateway/pool.js';
 import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
 import { controllerOptionsFor } from '../controller-session.js';
@@ -31,6 +31,7 @@ interface ServeArgs {
   resumable: boolean;
   lazy: boolean;
   idleTimeoutMs: number | undefined;
+  sessionIdleTimeoutMs: number | undefined;
   separator: string | undefined;
 }
 
@@ -55,6 +56,9 @@ function parseServeArgs(ctx: CliContext): ServeArgs {
     scope = parseServerList(typeof v.servers === 'string' ? v.servers : '', '--servers');
   }
   if (v.resumable === true && !http) throw usage('--resumable applies to --http only', 'add --http, or drop --resumable');
+  if (v['session-idle-timeout'] !== undefined && !http) {
+    throw usage('--session-idle-timeout applies to --http only', 'a stdio session ends when its client closes stdin; add --http, or drop --session-idle-timeout');
+  }
   if (stdio && !ctx.io.stdin) throw usage('serve --stdio needs a standard input', 'run it as the command of an MCP client');
   const token = http ? ctx.io.env[GATEWAY_TOKEN_ENV] || undefined : undefined;
   return {
@@ -67,6 +71,7 @@ function parseServeArgs(ctx: CliContext): ServeArgs {
     resumable: v.resumable === true,
     lazy: v.lazy === true,
     idleTimeoutMs: parseTimeoutMs(v, 'idle-timeout'),
+    sessionIdleTimeoutMs: parseTimeoutMs(v, 'session-idle-timeout'),
     separator: v.separator === undefined ? undefined : validateSeparator(typeof v.separator === 'string' ? v.separator : '', '--separator'),
   };
 }
@@ -97,6 +102,13 @@ function startedByGateway(): boolean {
   }
 }
 
+
+/** Why an HTTP session closed, for the log line (nothing for a client's own DELETE). */
+function closeNote(reason: SessionCloseReason | undefined): string {
+  if (reason === 'idle') return ' (unused for the session idle timeout; see --session-idle-timeout)';
+  if (reason === 'evicted') return ' (the least recently used idle session, ended to make room for a new one)';
+  return '';
+}
 
 async function run(ctx: CliContext): Promise<number> {
   const args = parseServeArgs(ctx);
@@ -152,7 +164,8 @@ async function run(ctx: CliContext): Promise<number> {
         resumable: args.resumable,
         ...(args.token ? { token: args.token } : {}),
         ...(args.callTimeoutMs !== undefined ? { callTimeoutMs: args.callTimeoutMs } : {}),
-        onSession: (e) => log(`session ${e.id} ${e.type === 'open' ? 'opened' : 'closed'}${e.type === 'open' && e.scope ? ` (servers: ${[...e.scope].join(', ') || 'none'})` : ''}`),
+        ...(args.sessionIdleTimeoutMs !== undefined ? { sessionIdleTimeoutMs: args.sessionIdleTimeoutMs } : {}),
+        onSession: (e) => log(`session ${e.id} ${e.type === 'open' ? 'opened' : 'closed'}${e.type === 'open' && e.scope ? ` (servers: ${[...e.scope].join(', ') || 'none'})` : ''}${closeNote(e.reason)}`),
       });
       log(`listening on ${http.url}`);
       log(`access token: ${http.token}`);
@@ -221,6 +234,11 @@ export const serveCommand: CliCommand = {
     resumable: { type: 'boolean', help: 'HTTP: keep messages so a broken SSE stream resumes with Last-Event-ID (~1 ms per call)' },
     lazy: { type: 'boolean', help: 'start a server on its first call (tools come from the listing cache until then)' },
     'idle-timeout': { type: 'string', value: 'MS', help: 'stop a server MS after the last session using it left (default 300000); a new session starts it again' },
+    'session-idle-timeout': {
+      type: 'string',
+      value: 'MS',
+      help: 'HTTP: end a session with no request or open stream for MS (default 1800000, 30 min), releasing its servers',
+    },
     separator: { type: 'string', value: 'SEP', help: 'tool and prompt names mcp<SEP><server><SEP><tool> (default __; letters, digits, _ and - only)' },
   },
   run,
