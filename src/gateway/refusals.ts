@@ -5,7 +5,7 @@
  * by asking the controller about a name, so nothing starts and no other
  * server's entries show through.
  */
-import type { McpController } from '../controller.js';
+import type { McpController } from '../controller/controller.js';
 import { describeReason, fixFor } from '../controller/messages.js';
 import type { GatewayNames, ResolvedName } from './naming.js';
 import { describeScope, inScope, type SessionScope } from './scope.js';
