@@ -351,7 +351,10 @@ export class OAuthManager {
         return ok;
       } catch (err) {
         session.lastError = describeError(err);
-        this.opts.warn?.(`OAuth ${entry.config.oauth?.grantType ?? 'client_credentials'} grant for "${name}" failed: ${session.lastError}`);
+        // A refusal is the caller's error to show; an explicit sign-in would print it twice.
+        if (!(explicit && err instanceof AuthorizationServerRefused)) {
+          this.opts.warn?.(`OAuth ${entry.config.oauth?.grantType ?? 'client_credentials'} grant for "${name}" failed: ${session.lastError}`);
+        }
         if (err instanceof AuthorizationServerRefused) throw err;
         return false;
       }
@@ -370,7 +373,7 @@ export class OAuthManager {
       checked = await this.checkAuthorizationServer(name, entry, session, provider, base);
     } catch (err) {
       session.lastError = describeError(err);
-      this.opts.warn?.(`authorising "${name}" failed: ${session.lastError}`);
+      if (!(explicit && err instanceof AuthorizationServerRefused)) this.opts.warn?.(`authorising "${name}" failed: ${session.lastError}`);
       if (err instanceof AuthorizationServerRefused) throw err;
       return false;
     }

@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { isAllowedAuthorizationEndpoint } from '../../src/auth/authorization-server.js';
 import { FileTokenStore, type McpController, type ServerConfig } from '../../src/index.js';
 import { startAuthorizationServer, startResourceServer, type AuthorizationServerFixture, type ResourceServerFixture } from '../fixtures/oauth-servers.js';
 import { authTestController, reach, stateOf } from './support.js';
@@ -78,6 +79,14 @@ describe('OAuth authorization-server checks', () => {
     cleanups.push(() => c.dispose());
     return c;
   }
+
+  it('allows plain http only on loopback hosts', () => {
+    const allowed = (u: string): boolean => isAllowedAuthorizationEndpoint(new URL(u));
+    for (const u of ['https://auth.example.com/', 'http://127.0.0.1:9/', 'http://127.200.3.4/', 'http://localhost:8080/t', 'http://[::1]:9/']) expect(allowed(u), u).toBe(true);
+    for (const u of ['http://192.0.2.2:8443/', 'http://128.0.0.1/', 'http://127.0.0.1.nip.io/', 'http://localhost.example.com/', 'http://[::2]/', 'ftp://127.0.0.1/']) {
+      expect(allowed(u), u).toBe(false);
+    }
+  });
 
   it('refuses an authorization server on plain http off loopback before sending it anything', async () => {
     const mcp = await resource(`${OFF_LOOPBACK}/`, () => []);
