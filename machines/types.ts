@@ -90,6 +90,13 @@ export interface ServerOAuthConfig {
   signingAlgorithm?: string;
   /** Fixed loopback port for the redirect, for authorization servers that only accept a registered one. */
   callbackPort?: number;
+  /**
+   * The authorization server (issuer URL) this server's OAuth must use. Any
+   * other one the MCP server names is refused before anything is sent.
+   * Without it, pre-registered credentials stay with the origin they were
+   * first used with.
+   */
+  issuer?: string;
 }
 
 /** One entry of the desired server map: a validated config with its provenance. */

@@ -34,7 +34,8 @@ export interface LoopbackReceiver {
   readonly redirectUrl: string;
   readonly port: number;
   /**
-   * Expect a redirect carrying `state`. The promise settles when it arrives
+   * Expect a redirect carrying `state`; call it before the URL is shown (a
+   * redirect whose state nobody expects is refused). The promise settles when it arrives
    * (with its code, or rejected with the authorization server's error), or
    * rejects when `signal` aborts or the receiver closes.
    */
@@ -52,12 +53,12 @@ function escapeHtml(s: string): string {
 /**
  * Listen on 127.0.0.1 (`port` 0 picks a free one). Rejects with the listen
  * error (`EADDRINUSE` when a fixed port is taken) so the caller can pick
- * another port and register again.
+ * another port and register again. With `keepAlive` the listening server
+ * holds the process open (someone awaits the sign-in, as `mcp-reconciler
+ * auth` does); without it, it never keeps a host process alive on its own.
  */
-export async function startLoopback(port = 0): Promise<LoopbackReceiver> {
+export async function startLoopback(port = 0, options: { keepAlive?: boolean } = {}): Promise<LoopbackReceiver> {
   const pending = new Map<string, Pending>();
-  /** Codes that arrived before anyone waited for them (the browser can be faster than our bookkeeping). */
-  const early = new Map<string, { code?: string; error?: AuthorizationRedirectError }>();
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
@@ -69,23 +70,30 @@ export async function startLoopback(port = 0): Promise<LoopbackReceiver> {
     const code = url.searchParams.get('code');
     const oauthError = url.searchParams.get('error');
     const waiter = pending.get(state);
-    if (!waiter && !early.has(state) && state !== '') {
-      // Remember it briefly: `expect` may be called right after the redirect lands.
-      early.set(state, code ? { code } : { error: new AuthorizationRedirectError(`authorization failed: ${oauthError ?? 'no code in the redirect'}`, oauthError ?? undefined) });
-    } else if (!waiter) {
-      res.writeHead(400, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE('Unknown authorization', 'This redirect does not belong to an authorization in progress. Start it again with <code>mcp-reconciler auth SERVER</code>.'));
+    if (!waiter) {
+      // The state is what ties this redirect to the sign-in we started (CSRF protection): without a
+      // match the code is not used, and the page must not look like a success.
+      const why = state === '' ? 'The redirect carried no <code>state</code>' : 'The redirect\'s <code>state</code> does not match the sign-in in progress';
+      res
+        .writeHead(400, { 'content-type': 'text/html; charset=utf-8' })
+        .end(
+          PAGE(
+            'Sign-in failed',
+            `${why}, so mcp-reconciler did not use its code (state mismatch). It may come from an older or another sign-in, or from a page you did not start. Run <code>mcp-reconciler auth SERVER</code> again and open the new URL it prints.`,
+          ),
+        );
       return;
     }
+    pending.delete(state);
     if (code) {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE('Authorized', 'mcp-reconciler received the authorization. You can close this window.'));
-      waiter?.resolve(code);
+      waiter.resolve(code);
     } else {
       const description = url.searchParams.get('error_description');
       const what = `${oauthError ?? 'no code in the redirect'}${description ? `: ${description}` : ''}`;
       res.writeHead(400, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE('Authorization failed', escapeHtml(what)));
-      waiter?.reject(new AuthorizationRedirectError(`the authorization server answered ${what}`, oauthError ?? undefined));
+      waiter.reject(new AuthorizationRedirectError(`the authorization server answered ${what}`, oauthError ?? undefined));
     }
-    if (waiter) pending.delete(state);
   };
 
   const server: Server = createServer(handle);
@@ -96,19 +104,13 @@ export async function startLoopback(port = 0): Promise<LoopbackReceiver> {
       resolve();
     });
   });
-  // Never keeps a host process alive on its own.
-  server.unref();
+  if (!options.keepAlive) server.unref();
   const actualPort = (server.address() as AddressInfo).port;
 
   return {
     redirectUrl: `http://127.0.0.1:${actualPort}${CALLBACK_PATH}`,
     port: actualPort,
     expect(state: string, signal?: AbortSignal): Promise<string> {
-      const arrived = early.get(state);
-      if (arrived) {
-        early.delete(state);
-        return arrived.code !== undefined ? Promise.resolve(arrived.code) : Promise.reject(arrived.error);
-      }
       return new Promise<string>((resolve, reject) => {
         if (signal?.aborted) {
           reject(signal.reason instanceof Error ? signal.reason : new AuthorizationRedirectError('the authorization was cancelled'));
@@ -134,7 +136,6 @@ export async function startLoopback(port = 0): Promise<LoopbackReceiver> {
     async close(): Promise<void> {
       for (const [, waiter] of pending) waiter.reject(new AuthorizationRedirectError('the loopback receiver was closed before the browser came back'));
       pending.clear();
-      early.clear();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -14,7 +14,14 @@
  * - {@link OAuthManager.authorize} is the explicit flow (`authenticate()`,
  *   `mcp-reconciler auth`): probe, authorize, wait for the redirect.
  */
-import { auth, extractWWWAuthenticateParams, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import {
+  auth,
+  discoverAuthorizationServerMetadata,
+  discoverOAuthProtectedResourceMetadata,
+  extractWWWAuthenticateParams,
+  type OAuthClientProvider,
+  type OAuthDiscoveryState,
+} from '@modelcontextprotocol/sdk/client/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { DesiredServer, ServerOAuthConfig } from '../../machines/types.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
@@ -23,6 +30,7 @@ import { startLoopback, type LoopbackReceiver } from './loopback.js';
 import { clientCredentialsProvider, StoredOAuthProvider } from './oauth-provider.js';
 import { credentialKey, type TokenStore } from './token-store.js';
 import { hasUserAuthorization, isServerOAuth } from './applies.js';
+import { AuthorizationServerRefused, hasClientSecret, requireBoundIssuer, requireSecureEndpoint } from './authorization-server.js';
 
 /**
  * Called with the URL the user must open to authorise `server`. Open a
@@ -74,8 +82,11 @@ interface Flow {
 interface Session {
   key: string;
   provider: StoredOAuthProvider | undefined;
-  /** Machine-to-machine provider from the config, in memory. */
+  /** Machine-to-machine provider from the config, in memory, built for the authorization server last checked ({@link machineIssuer}). */
   machine: OAuthClientProvider | undefined;
+  /** Builds {@link machine} for a checked authorization server; set for machine-to-machine configs. */
+  machineFor: ((issuer: string) => OAuthClientProvider) | undefined;
+  machineIssuer: string | undefined;
   flow: Flow | undefined;
   /** The 403 challenge last answered with a step-up, so the same one is not chased twice. */
   lastStepUp: string | undefined;
@@ -111,10 +122,9 @@ export class OAuthManager {
     const serverUrl = entry.config.url!;
     return (next) => async (input, init) => {
       const session = await this.session(name, entry);
-      const provider = session.machine ?? session.provider!;
       const send = async (): Promise<Response> => {
         const headers = new Headers(init?.headers);
-        const tokens = await provider.tokens();
+        const tokens = await (session.machine ?? session.provider)?.tokens();
         if (tokens?.access_token) headers.set('Authorization', `Bearer ${tokens.access_token}`);
         return next(input, { ...init, headers });
       };
@@ -231,8 +241,8 @@ export class OAuthManager {
     }
     s?.flow?.abort.abort();
     const clientName = this.opts.clientName ?? 'mcp-reconciler';
-    const machine = clientCredentialsProvider(config, clientName) ?? this.crossAppAccessProvider(name, entry.config.url!, config, clientName);
-    const provider = machine
+    const machineFor = this.machineProviderFactory(name, entry.config.url!, config, clientName);
+    const provider = machineFor
       ? undefined
       : await new StoredOAuthProvider({
           key,
@@ -242,9 +252,26 @@ export class OAuthManager {
           ...(this.opts.clientMetadataUrl ? { clientMetadataUrl: this.opts.clientMetadataUrl } : {}),
         }).load();
     provider?.endInteractive();
-    s = Object.assign({ key, provider, machine, flow: undefined, lastStepUp: undefined }, { signature });
+    s = Object.assign({ key, provider, machine: undefined, machineFor, machineIssuer: undefined, flow: undefined, lastStepUp: undefined }, { signature });
     this.sessions.set(name, s);
     return s;
+  }
+
+  /**
+   * How to build the machine-to-machine provider of a config that asks for
+   * one (client credentials, or jwt-bearer); `undefined` for the
+   * authorization-code flow. It is built once the authorization server is
+   * checked, so the SDK is told which one the credentials belong to.
+   */
+  private machineProviderFactory(
+    name: string,
+    serverUrl: string,
+    config: ServerOAuthConfig | undefined,
+    clientName: string,
+  ): ((issuer: string) => OAuthClientProvider) | undefined {
+    if (config?.grantType === 'client_credentials' && config.clientId) return (issuer) => clientCredentialsProvider(config, clientName, issuer)!;
+    if (config?.grantType === 'jwt-bearer') return () => this.crossAppAccessProvider(name, serverUrl, config, clientName)!;
+    return undefined;
   }
 
   /**
@@ -310,15 +337,25 @@ export class OAuthManager {
       ...(challenge.scope ? { scope: challenge.scope } : {}),
       fetchFn,
     };
-    if (session.machine) {
+    if (session.machineFor) {
       try {
-        const ok = (await auth(session.machine, base)) === 'AUTHORIZED';
+        const checked = await this.checkAuthorizationServer(name, entry, session, session.machine, base);
+        if (!session.machine || session.machineIssuer !== checked.issuer) {
+          session.machine = session.machineFor(checked.issuer);
+          session.machineIssuer = checked.issuer;
+          await session.machine.saveDiscoveryState?.(checked.discovery);
+        }
+        const ok = (await auth(session.machine, { ...base, fetchFn: checked.fetchFn })) === 'AUTHORIZED';
         // In-band the caller retries its request; an explicit authorize() must tell the server.
         if (ok && explicit && !this.disposed) for (const l of this.listeners) safe(() => l(name));
         return ok;
       } catch (err) {
         session.lastError = describeError(err);
-        this.opts.warn?.(`OAuth ${entry.config.oauth?.grantType ?? 'client_credentials'} grant for "${name}" failed: ${session.lastError}`);
+        // A refusal is the caller's error to show; an explicit sign-in would print it twice.
+        if (!(explicit && err instanceof AuthorizationServerRefused)) {
+          this.opts.warn?.(`OAuth ${entry.config.oauth?.grantType ?? 'client_credentials'} grant for "${name}" failed: ${session.lastError}`);
+        }
+        if (err instanceof AuthorizationServerRefused) throw err;
         return false;
       }
     }
@@ -329,17 +366,95 @@ export class OAuthManager {
       session.flow.abort.abort();
     }
     const interactive = explicit !== undefined || handler !== undefined;
+    // Nobody to show a URL to: only a refresh can help.
+    if (!interactive && !provider.canRefresh) return false;
+    let checked: Awaited<ReturnType<OAuthManager['checkAuthorizationServer']>>;
+    try {
+      checked = await this.checkAuthorizationServer(name, entry, session, provider, base);
+    } catch (err) {
+      session.lastError = describeError(err);
+      if (!(explicit && err instanceof AuthorizationServerRefused)) this.opts.warn?.(`authorising "${name}" failed: ${session.lastError}`);
+      if (err instanceof AuthorizationServerRefused) throw err;
+      return false;
+    }
+    provider.bindIssuer(checked.issuer);
+    const guarded = { ...base, fetchFn: checked.fetchFn };
     if (!interactive) {
-      // Nobody to show a URL to: only a refresh can help.
-      if (!provider.canRefresh) return false;
       try {
-        return (await auth(provider, base)) === 'AUTHORIZED';
+        return (await auth(provider, guarded)) === 'AUTHORIZED';
       } catch (err) {
         session.lastError = describeError(err);
         return false;
       }
     }
-    return this.interactive(name, entry, session, provider, base, handler, explicit);
+    return this.interactive(name, entry, session, provider, guarded, handler, explicit);
+  }
+
+  /**
+   * Before `auth()` sends anything to an authorization server: find the one
+   * the MCP server names (the cached discovery, else its protected-resource
+   * metadata, else its origin as the SDK does), refuse it unless it is https
+   * or loopback and, for pinned or pre-registered credentials, the pinned or
+   * recorded one; then fetch its metadata and hold every endpoint it names to
+   * the same transport rule. Returns the discovery for the provider's cache
+   * and a fetch for `auth()` that reaches only the MCP server and the origins
+   * checked here. Throws {@link AuthorizationServerRefused} with nothing sent.
+   */
+  private async checkAuthorizationServer(
+    name: string,
+    entry: DesiredServer,
+    session: Session,
+    provider: OAuthClientProvider | undefined,
+    base: { serverUrl: string; resourceMetadataUrl?: URL; fetchFn: FetchLike },
+  ): Promise<{ issuer: string; discovery: OAuthDiscoveryState; fetchFn: FetchLike }> {
+    const config = entry.config.oauth;
+    const cached = await provider?.discoveryState?.();
+    let issuer = cached?.authorizationServerUrl;
+    let resourceMetadata = cached?.resourceMetadata;
+    if (!issuer) {
+      try {
+        resourceMetadata = await discoverOAuthProtectedResourceMetadata(
+          base.serverUrl,
+          base.resourceMetadataUrl ? { resourceMetadataUrl: base.resourceMetadataUrl } : undefined,
+          base.fetchFn,
+        );
+        issuer = resourceMetadata.authorization_servers?.[0];
+      } catch {
+        // No RFC 9728 metadata: the MCP server's origin is the authorization server (the SDK's fallback too).
+      }
+      issuer ??= String(new URL('/', base.serverUrl));
+    }
+    const origins = new Set([new URL(base.serverUrl).origin, requireSecureEndpoint(name, issuer, 'authorization server').origin]);
+    const recorded = await this.recordedAuthorizationServer(session, config);
+    requireBoundIssuer(name, issuer, config, recorded);
+    const metadata = cached?.authorizationServerMetadata ?? (await discoverAuthorizationServerMetadata(issuer, { fetchFn: base.fetchFn }));
+    for (const field of ['authorization_endpoint', 'token_endpoint', 'registration_endpoint', 'revocation_endpoint'] as const) {
+      const value = (metadata as Record<string, unknown> | undefined)?.[field];
+      if (typeof value === 'string') origins.add(requireSecureEndpoint(name, value, `${field} of ${issuer}`).origin);
+    }
+    if (hasClientSecret(config) && recorded === undefined) await this.recordAuthorizationServer(session, config!, issuer);
+    const discovery: OAuthDiscoveryState = {
+      authorizationServerUrl: issuer,
+      ...(cached?.resourceMetadataUrl ? { resourceMetadataUrl: cached.resourceMetadataUrl } : base.resourceMetadataUrl ? { resourceMetadataUrl: base.resourceMetadataUrl.href } : {}),
+      ...(resourceMetadata ? { resourceMetadata } : {}),
+      ...(metadata ? { authorizationServerMetadata: metadata } : {}),
+    };
+    if (!cached?.authorizationServerUrl) await provider?.saveDiscoveryState?.(discovery);
+    return { issuer, discovery, fetchFn: onlyTo(name, origins, base.fetchFn) };
+  }
+
+  /** Where `config`'s pre-registered credentials were first used, as recorded in the store. */
+  private async recordedAuthorizationServer(session: Session, config: ServerOAuthConfig | undefined): Promise<string | undefined> {
+    if (!hasClientSecret(config)) return undefined;
+    if (session.provider) return session.provider.recordedAuthorizationServer;
+    const rec = await this.opts.store.get(session.key);
+    return rec?.configClientId === config!.clientId ? rec?.authorizationServer : undefined;
+  }
+
+  private async recordAuthorizationServer(session: Session, config: ServerOAuthConfig, issuer: string): Promise<void> {
+    if (session.provider) return session.provider.recordAuthorizationServer(issuer);
+    // Machine-to-machine tokens live in memory; the record holds only the binding.
+    await this.opts.store.update(session.key, (r) => ({ ...(r?.configClientId === config.clientId ? r : {}), configClientId: config.clientId!, authorizationServer: issuer }));
   }
 
   private async interactive(
@@ -351,13 +466,15 @@ export class OAuthManager {
     handler: AuthorizationUrlHandler | undefined,
     explicit: { signal?: AbortSignal; timeoutMs: number } | undefined,
   ): Promise<boolean> {
-    const receiver = await this.listen(entry.config.oauth, provider);
+    // An explicit sign-in is awaited by its caller: its receiver and timer keep the process alive
+    // (unref'd, a CLI whose only work left is this wait would exit before the browser came back).
+    const receiver = await this.listen(entry.config.oauth, provider, explicit !== undefined);
     const abort = new AbortController();
     const onOuter = (): void => abort.abort(explicit?.signal?.reason);
     explicit?.signal?.addEventListener('abort', onOuter, { once: true });
     const timeoutMs = explicit?.timeoutMs ?? this.opts.authorizationTimeoutMs ?? DEFAULT_AUTHORIZATION_TIMEOUT_MS;
     const timer = setTimeout(() => abort.abort(new Error(`nobody completed the authorization within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
-    timer.unref();
+    if (!explicit) timer.unref();
     let codePromise: Promise<string> | undefined;
     let hookDone: Promise<void> = Promise.resolve();
     let markStarted: () => void = () => {};
@@ -419,11 +536,11 @@ export class OAuthManager {
   }
 
   /** A loopback receiver on the registered redirect's port when there is one, else a fresh port (and a fresh registration). */
-  private async listen(config: ServerOAuthConfig | undefined, provider: StoredOAuthProvider): Promise<LoopbackReceiver> {
+  private async listen(config: ServerOAuthConfig | undefined, provider: StoredOAuthProvider, keepAlive: boolean): Promise<LoopbackReceiver> {
     const wanted = config?.callbackPort ?? portOf(provider.registeredRedirect);
     if (wanted !== undefined) {
       try {
-        return await startLoopback(wanted);
+        return await startLoopback(wanted, { keepAlive });
       } catch (err) {
         if (config?.callbackPort !== undefined) {
           throw new McpReconcilerError(ErrorCode.NeedsAuth, `the OAuth callback port ${wanted} is in use: ${describeError(err)}`, {
@@ -434,8 +551,23 @@ export class OAuthManager {
         await provider.dropRegistration();
       }
     }
-    return startLoopback(0);
+    return startLoopback(0, { keepAlive });
   }
+}
+
+/** `next`, refusing (before sending) any request outside `origins`. */
+function onlyTo(server: string, origins: ReadonlySet<string>, next: FetchLike): FetchLike {
+  return async (input, init) => {
+    const url = new URL(typeof input === 'string' ? input : input.href);
+    if (!origins.has(url.origin)) {
+      throw new AuthorizationServerRefused(
+        `Server "${server}": OAuth was about to send a request to ${url.origin}, which is neither the MCP server nor the authorization server checked for it. Nothing was sent`,
+        `Run \`mcp-reconciler auth ${server}\` again; if this repeats, the MCP server's OAuth metadata changed during the sign-in.`,
+        { server, url: url.origin },
+      );
+    }
+    return next(input, init);
+  };
 }
 
 function portOf(url: string | undefined): number | undefined {

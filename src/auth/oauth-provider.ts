@@ -48,6 +48,7 @@ export class StoredOAuthProvider implements OAuthClientProvider {
   private redirect: string = IDLE_REDIRECT;
   private onRedirect: RedirectHandler | undefined;
   private lastState: string | undefined;
+  private vettedIssuer: string | undefined;
 
   constructor(private readonly opts: StoredOAuthProviderOptions) {}
 
@@ -63,6 +64,25 @@ export class StoredOAuthProvider implements OAuthClientProvider {
   /** The redirect URI the stored registration was made with, if any. */
   get registeredRedirect(): string | undefined {
     return this.record.redirectUri;
+  }
+
+  /** The authorization server the pre-registered credentials were first used with, if recorded. */
+  get recordedAuthorizationServer(): string | undefined {
+    return this.record.authorizationServer;
+  }
+
+  /** Record where pre-registered credentials are first sent (kept until logout). */
+  async recordAuthorizationServer(url: string): Promise<void> {
+    await this.write((r) => ({ ...r, authorizationServer: url }));
+  }
+
+  /**
+   * The authorization server checked for this `auth()` call: pre-registered
+   * client information is stamped with it, so the SDK presents it there and
+   * nowhere else.
+   */
+  bindIssuer(url: string): void {
+    this.vettedIssuer = url;
   }
 
   /** Whether `auth()` can get a token without a user: a refresh token is stored. */
@@ -121,8 +141,8 @@ export class StoredOAuthProvider implements OAuthClientProvider {
         client_id: cfg.clientId,
         ...(cfg.clientSecret !== undefined ? { client_secret: cfg.clientSecret } : {}),
         ...(cfg.tokenEndpointAuthMethod ? { token_endpoint_auth_method: cfg.tokenEndpointAuthMethod } : {}),
-        // Bound to the authorization server it was first used with (the SDK stamps it).
-        ...(stored?.client_id === cfg.clientId && stored.issuer ? { issuer: stored.issuer } : {}),
+        // Bound to the authorization server checked before this auth() call, else to the one the SDK stamped.
+        ...(this.vettedIssuer ? { issuer: this.vettedIssuer } : stored?.client_id === cfg.clientId && stored.issuer ? { issuer: stored.issuer } : {}),
       } as OAuthClientInformationMixed;
     }
     return this.record.clientInformation;
@@ -197,9 +217,10 @@ export class StoredOAuthProvider implements OAuthClientProvider {
  * A machine-to-machine provider (client credentials, with a client secret or
  * a private-key JWT) from the config, or `undefined` when the config asks for
  * the authorization-code flow. Its tokens live in memory: getting a new one
- * needs no user.
+ * needs no user. `expectedIssuer` is the authorization server checked for
+ * it (the SDK presents the credentials to that one only).
  */
-export function clientCredentialsProvider(config: ServerOAuthConfig | undefined, clientName: string): OAuthClientProvider | undefined {
+export function clientCredentialsProvider(config: ServerOAuthConfig | undefined, clientName: string, expectedIssuer: string): OAuthClientProvider | undefined {
   if (config?.grantType !== 'client_credentials' || !config.clientId) return undefined;
   const scope = scopeString(config.scopes);
   if (config.tokenEndpointAuthMethod === 'private_key_jwt' || config.privateKey) {
@@ -208,8 +229,9 @@ export function clientCredentialsProvider(config: ServerOAuthConfig | undefined,
       privateKey: config.privateKey ?? '',
       algorithm: config.signingAlgorithm ?? 'RS256',
       clientName,
+      expectedIssuer,
       ...(scope ? { scope } : {}),
     });
   }
-  return new ClientCredentialsProvider({ clientId: config.clientId, clientSecret: config.clientSecret ?? '', clientName, ...(scope ? { scope } : {}) });
+  return new ClientCredentialsProvider({ clientId: config.clientId, clientSecret: config.clientSecret ?? '', clientName, expectedIssuer, ...(scope ? { scope } : {}) });
 }

@@ -28,6 +28,8 @@ export interface StoredCredentials {
   configClientId?: string;
   /** Cached discovery, so a refresh needs no discovery round trips. */
   discovery?: OAuthDiscoveryState;
+  /** The authorization server pre-registered credentials (`configClientId`) were first used with: they go to its origin only. */
+  authorizationServer?: string;
 }
 
 /**

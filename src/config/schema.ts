@@ -59,6 +59,7 @@ const oauthSchema = z.object({
   privateKey: z.string().optional(),
   signingAlgorithm: nonEmpty.optional(),
   callbackPort: z.number().int().min(1).max(65_535).optional(),
+  issuer: z.url({ protocol: /^https?$/, error: "must be the authorization server's issuer URL, e.g. https://auth.example.com" }).optional(),
 });
 
 const entrySchema = z.object({

@@ -127,6 +127,31 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
     expect(await c.logout('remote')).toBe(false);
   });
 
+  it('answers a redirect with a state it did not issue with 400 "Sign-in failed", and the real one still completes', async () => {
+    const c = controller({ oauth: { tokenStore: new MemoryTokenStore() } });
+    await c.addRuntimeServer('remote', { type: 'http', url: fixture.url });
+    await c.start();
+    expect(stateOf(c)?.state).toBe('needs_auth');
+    const pages: Array<{ status: number; text: string }> = [];
+    const connected = reach(c, 'connected');
+    await c.authenticate('remote', {
+      onAuthorizationUrl: async (server, url) => {
+        const forged = new URL(url.searchParams.get('redirect_uri')!);
+        forged.searchParams.set('code', 'forged');
+        forged.searchParams.set('state', 'someone-elses-state');
+        const res = await fetch(forged);
+        pages.push({ status: res.status, text: await res.text() });
+        await browser(server, url);
+      },
+    });
+    await connected;
+    expect(pages[0]?.status).toBe(400);
+    expect(pages[0]?.text).toContain('Sign-in failed');
+    expect(pages[0]?.text).toContain('state mismatch');
+    expect(pages[0]?.text).not.toContain('Authorized');
+    expect(fixture.counts.authorization_code).toBe(1);
+  });
+
   it('keeps a pre-registered client secret out of printed config and the token store', async () => {
     const config = { type: 'http' as const, url: fixture.url, oauth: { clientId: 'pre', clientSecret: 's3cr3t-value', privateKey: '-----BEGIN PRIVATE KEY-----x' } };
     const shown = JSON.stringify(redactServerConfig(config));

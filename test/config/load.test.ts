@@ -71,13 +71,22 @@ describe('parseSourceText: formats and keys', () => {
   });
 
   it('ignores unknown keys in entries (one warning per file naming them) and at the top level (silently)', () => {
-    const r = parseSourceText('{"theme":"dark","mcpServers":{"a":{"command":"x","trust":true,"oauth":{}},"b":{"command":"y","colour":1}}}', json(), {});
+    const r = parseSourceText('{"theme":"dark","mcpServers":{"a":{"command":"x","trust":true,"sandbox":{}},"b":{"command":"y","colour":1}}}', json(), {});
     expect(r.servers.a).toEqual({ type: 'stdio', command: 'x', trust: true });
     expect(r.servers.b).toEqual({ type: 'stdio', command: 'y' });
     expect(r.issues).toHaveLength(1);
     expect(r.issues[0]).toMatchObject({ file: '/ws/.mcp.json', severity: 'warning' });
     expect(r.issues[0]!.server).toBeUndefined();
-    expect(r.issues[0]!.message).toContain('a.oauth, b.colour');
+    expect(r.issues[0]!.message).toContain('a.sandbox, b.colour');
+  });
+
+  it('keeps an "oauth.issuer" URL and rejects one that is not an http(s) URL', () => {
+    const ok = parseSourceText('{"mcpServers":{"a":{"url":"https://h/mcp","oauth":{"clientId":"c","issuer":"https://auth.example.com"}}}}', yml, {});
+    expect(ok.issues).toEqual([]);
+    expect(ok.servers.a?.oauth).toEqual({ clientId: 'c', issuer: 'https://auth.example.com' });
+    const bad = parseSourceText('{"mcpServers":{"a":{"url":"https://h/mcp","oauth":{"issuer":"auth.example.com"}}}}', yml, {});
+    expect(bad.servers.a).toBeUndefined();
+    expect(bad.issues.map((i) => i.message).join('\n')).toContain("must be the authorization server's issuer URL");
   });
 
   it('an empty or comment-only file is an empty config, not an error', () => {
