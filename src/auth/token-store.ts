@@ -7,13 +7,14 @@
  * another never lose each other's writes. Nothing here is ever logged.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import type { OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { withFileLock } from '../approvals/lock.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
+import { readTrusted, type Untrusted } from '../util/file-trust.js';
 
 /** What is stored for one server URL. Every field is optional: a flow fills them in as it goes. */
 export interface StoredCredentials {
@@ -108,9 +109,12 @@ export class FileTokenStore implements TokenStore {
   private async read(): Promise<StoreFile> {
     let text: string;
     try {
-      text = await readFile(this.path, 'utf8');
+      const read = await readTrusted(this.path);
+      if ('missing' in read) return emptyFile();
+      if ('untrusted' in read) throw this.untrusted(read.untrusted);
+      text = read.text;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return emptyFile();
+      if (err instanceof McpReconcilerError) throw err;
       throw this.error(`could not be read: ${describeError(err)}`, err);
     }
     try {
@@ -138,6 +142,22 @@ export class FileTokenStore implements TokenStore {
       await rm(tmp, { force: true });
       throw err;
     }
+  }
+
+  /**
+   * Refusal of a file someone else could write: they could swap in their own
+   * tokens, or the endpoints our refresh tokens and client secrets are sent
+   * to. `needs_auth`, so a server using it rests there with this reason.
+   */
+  private untrusted(u: Untrusted): McpReconcilerError {
+    return new McpReconcilerError(
+      ErrorCode.NeedsAuth,
+      `The OAuth token file ${this.path} is ${u.what}; someone else could replace your sign-ins (tokens, client registrations, the endpoints tokens are sent to), so it is not used.`,
+      {
+        hint: `If its tokens are yours, run \`${u.fix}\`; otherwise delete it and sign in again with \`mcp-reconciler auth SERVER\`.`,
+        details: { file: this.path, reason: 'insecure', uid: u.uid, mode: u.mode },
+      },
+    );
   }
 
   private error(what: string, cause?: unknown): McpReconcilerError {

@@ -11,9 +11,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { homedir } from 'node:os';
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join } from 'node:path';
 import { withFileLock } from '../approvals/lock.js';
+import { readTrusted } from '../util/file-trust.js';
 import { setOwn } from './own.js';
 
 /** `$XDG_CONFIG_HOME/mcp-reconciler/inputs.json`, else `~/.config/mcp-reconciler/inputs.json`. */
@@ -44,17 +45,17 @@ export class InputStore {
     const empty = (): StoreFile => ({ version: 1, workspaces: {} });
     let text: string;
     try {
-      const st = await stat(this.path);
-      const mine = typeof process.getuid !== 'function' || st.uid === process.getuid();
-      if (!mine || (st.mode & 0o022) !== 0) {
+      const read = await readTrusted(this.path);
+      if ('missing' in read) return { doc: empty() };
+      if ('untrusted' in read) {
+        const { what, fix } = read.untrusted;
         return {
           doc: empty(),
-          error: `${this.path} is ${mine ? 'writable by other users' : 'owned by another user'}, so its answers are not used (anyone who can write it could choose what your servers run): delete it, or \`chmod 600\` it if it is yours`,
+          error: `${this.path} is ${what}, so its answers are not used (anyone who can write it could choose what your servers run): if it is yours, run \`${fix}\`, otherwise delete it`,
         };
       }
-      text = await readFile(this.path, 'utf8');
+      text = read.text;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { doc: empty() };
       return { doc: empty(), error: `cannot read ${this.path}: ${(err as Error).message}` };
     }
     let parsed: unknown;
