@@ -152,7 +152,8 @@ export class FileTokenStore implements TokenStore {
   private untrusted(u: Untrusted): McpReconcilerError {
     return new McpReconcilerError(
       ErrorCode.NeedsAuth,
-      `The OAuth token file ${this.path} is ${u.what}; someone else could replace your sign-ins (tokens, client registrations, the endpoints tokens are sent to), so it is not used.`,
+      // The fix is in the message too: a server's status shows its last error, not the hint.
+      `The OAuth token file ${this.path} is ${u.what}; someone else could replace your sign-ins (tokens, client registrations, the endpoints tokens are sent to), so it is not used: if it is yours, run \`${u.fix}\`, otherwise delete it and sign in again.`,
       {
         hint: `If its tokens are yours, run \`${u.fix}\`; otherwise delete it and sign in again with \`mcp-reconciler auth SERVER\`.`,
         details: { file: this.path, reason: 'insecure', uid: u.uid, mode: u.mode },
