@@ -465,7 +465,11 @@ function groupKey(g: Pick<RecordedGroup, 'pgid' | 'start'>): string {
  * (each leads its own process group) and killed as a whole group. When the host
  * process exits, every group still tracked by any tracker is SIGKILLed
  * synchronously; on SIGINT/SIGTERM/SIGHUP that nobody else handles, the same
- * happens before the signal is re-raised.
+ * happens before the signal is re-raised. A host that dies without running
+ * either (SIGKILL) leaves its groups to the orphan watchdog (`watchdog.ts`),
+ * which every tracker of the process tells about each group it starts and
+ * ends; {@link killAll} resolves once that watchdog is gone too, when no
+ * other tracker still needs it.
  */
 export class ProcessTracker {
   private readonly graceMs: number;

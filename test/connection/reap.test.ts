@@ -157,7 +157,10 @@ describe.runIf(isUnix)('reaping the orphans of a SIGKILLed host', () => {
     expect(existsSync(stateFile)).toBe(false);
   });
 
-  it.each([0o666, 0o620])('kills nothing listed by a state file that group or others can write (mode %o), and says so', async (mode) => {
+  it.each([
+    ['0666', 0o666],
+    ['0620', 0o620],
+  ])('kills nothing listed by a state file that group or others can write (mode %s), and says so', async (_octal, mode) => {
     const root = tempDir();
     const stateFile = join(tempDir(), 'processes.json');
     // A record that names one of our processes exactly (start time, command line) with a dead owner:
