@@ -544,7 +544,7 @@ export class ProcessTracker {
     const pid = child.pid;
     if (pid === undefined) return;
     this.children.set(pid, child);
-    guardGroup(pid);
+    guardGroup(pid, this.warn);
     this.record(pid);
     this.spawned.push(pid);
     if (this.spawned.length > HISTORY_LIMIT) this.spawned.shift();

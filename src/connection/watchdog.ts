@@ -51,6 +51,17 @@ let dog: ChildProcess | undefined;
 let ending: Promise<void> | undefined;
 /** Set when `/bin/sh` could not be started: the host goes on without a watchdog. */
 let unavailable = false;
+/** A watchdog that dies sooner than this after its start is not replaced (no respawn loop). */
+const MIN_LIFE_MS = 1_000;
+
+function giveUp(why: string, warn: ((message: string) => void) | undefined): void {
+  if (unavailable) return;
+  unavailable = true;
+  dog = undefined;
+  warn?.(
+    `No orphan watchdog: ${why}. Servers of this host that ignore SIGTERM would outlive a SIGKILL of the host until the next start reaps them.`,
+  );
+}
 
 function send(line: string): void {
   if (!dog) return;
@@ -61,7 +72,8 @@ function send(line: string): void {
   }
 }
 
-function start(): void {
+/** `warn` hears why when this start (or a replacement of its watchdog) fails. */
+function start(warn: ((message: string) => void) | undefined): void {
   if (dog || unavailable || process.platform === 'win32') return;
   let child: ChildProcess;
   try {
@@ -73,34 +85,36 @@ function start(): void {
       cwd: '/',
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
     });
-  } catch {
-    unavailable = true;
+  } catch (err) {
+    giveUp(`/bin/sh could not be started (${(err as Error).message})`, warn);
     return;
   }
-  if (child.pid === undefined) {
-    unavailable = true;
-    child.once('error', () => undefined);
-    return;
-  }
+  child.once('error', (err) => giveUp(`/bin/sh could not be started (${err.message})`, warn));
+  if (child.pid === undefined) return;
   dog = child;
-  child.once('error', () => {
-    unavailable = true;
-  });
+  const startedAt = Date.now();
   child.stdin!.on('error', () => undefined); // EPIPE when it died: handled by 'exit'
-  child.once('exit', () => {
-    if (dog === child) dog = undefined;
+  child.once('exit', (code, signal) => {
+    if (dog !== child) return; // ended on purpose
+    dog = undefined;
+    // Killed by someone while it had groups to guard: a new one takes over.
+    if (Date.now() - startedAt < MIN_LIFE_MS) giveUp(`the watchdog died at once (${signal ?? `exit code ${code}`})`, warn);
+    else if (groups.size > 0) start(warn);
   });
   child.unref();
   (child.stdin as unknown as { unref?: () => void }).unref?.();
   for (const pgid of groups) send(`+${pgid}`);
 }
 
-/** Put the group `pgid` under the watchdog, starting the watchdog when it is the first. */
-export function guardGroup(pgid: number): void {
+/**
+ * Put the group `pgid` under the watchdog, starting the watchdog when it is
+ * the first. `warn` is told (once per process) when no watchdog can run.
+ */
+export function guardGroup(pgid: number, warn?: (message: string) => void): void {
   if (!Number.isInteger(pgid) || pgid <= 1 || groups.has(pgid)) return;
   groups.add(pgid);
   if (dog) send(`+${pgid}`);
-  else start();
+  else start(warn);
 }
 
 /**

@@ -122,8 +122,9 @@ describe.runIf(isUnix)('reaping the orphans of a SIGKILLed host', () => {
     const watchdogs = descendantsOf(host.pid!).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0')[0] === WATCHDOG_NAME);
     expect(watchdogs).toHaveLength(1);
     pids.push(...watchdogs);
-    for (const p of watchdogs) process.kill(p, 'SIGKILL');
+    // The host first: a host that outlived its watchdog would start a new one.
     host.kill('SIGKILL');
+    for (const p of watchdogs) process.kill(p, 'SIGKILL');
     await waitFor(() => host.exitCode !== null || host.signalCode !== null, 'the host to die');
     await waitFor(() => !watchdogs.some(pidAlive), 'the watchdog to die');
     expect(pidAlive(serverPid)).toBe(true);

@@ -147,6 +147,25 @@ describe.runIf(isLinux)('the orphan watchdog', () => {
     expect(watchdogsUnder(process.pid)).toEqual([]);
   });
 
+  it('a watchdog killed by someone else is replaced while servers run', async () => {
+    const root = tempDir();
+    const c = createMcpController({ cwd: root, sources: [], approvals: join(root, 'approvals.json'), watch: false, processStateFile: false, listingCache: false, killGraceMs: 300 });
+    controllers.push(c);
+    await c.addRuntimeServer('one', { command: process.execPath, args: [fixturePath('basic-server')] });
+    await c.start();
+    pids.push(...c.pids());
+    const [first] = watchdogsUnder(process.pid);
+    expect(first).toBeDefined();
+    pids.push(first!);
+    // One that dies within a second of its start is not replaced (no respawn loop); this one has lived longer.
+    await new Promise((r) => setTimeout(r, 1_200));
+    process.kill(first!, 'SIGKILL');
+    await waitFor(() => watchdogsUnder(process.pid).some((p) => p !== first), 'a new watchdog to take over', 15_000);
+    pids.push(...watchdogsUnder(process.pid));
+    await c.dispose();
+    expect(watchdogsUnder(process.pid)).toEqual([]);
+  });
+
   it('a host whose last server stopped keeps no watchdog, and the next server starts one again', async () => {
     const root = tempDir();
     const c = createMcpController({ cwd: root, sources: [], approvals: join(root, 'approvals.json'), watch: false, processStateFile: false, listingCache: false, killGraceMs: 300 });
