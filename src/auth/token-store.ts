@@ -5,6 +5,9 @@
  * mode 0600 in a 0700 directory, rewritten atomically under a cross-process
  * lock, so `mcp-reconciler auth` in one terminal and a running `watch` in
  * another never lose each other's writes. Nothing here is ever logged.
+ * A file another user owns, or that group or others can write, is neither
+ * read nor written (`needs_auth`, with the `chmod 600` to run): whoever can
+ * write it could swap in their tokens or the endpoints ours are sent to.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, rename, rm } from 'node:fs/promises';

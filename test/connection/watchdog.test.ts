@@ -73,12 +73,13 @@ function rssKb(pid: number): number {
 
 /**
  * A host process that imports the package as a host does (`mcp-reconciler`,
- * the bundle), starts two servers that ignore SIGTERM and stdin EOF, and
+ * the bundle), starts two servers that ignore SIGTERM, SIGHUP, stdin EOF and
+ * EPIPE (only SIGKILL ends them), and
  * prints their PIDs and its status. No process state file: only the watchdog
  * can clean up after it.
  */
 async function startHost(root: string): Promise<{ host: ChildProcess; report: { pids: number[]; statusPids: number[] } }> {
-  const server = { command: process.execPath, args: [fixturePath('ignore-sigterm-server')] };
+  const server = { command: process.execPath, args: [fixturePath('stubborn-server')] };
   const script = `
     import { createMcpController } from 'mcp-reconciler';
     const c = createMcpController({ cwd: ${JSON.stringify(root)}, sources: [], approvals: ${JSON.stringify(join(root, 'approvals.json'))},
