@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { withFileLock, type FileLockOptions } from '../util/file-lock.js';
 import { appDir, isPlainObject, writeFileAtomic } from '../util/persist.js';
+import { untrustedFile } from '../util/file-trust.js';
 
 /** One stored decision, bound to the config hash it was made for (SPEC §4). */
 export interface ApprovalRecord {
@@ -100,37 +101,18 @@ function errCode(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | undefined)?.code;
 }
 
-/** `p` quoted for a POSIX shell when it needs it, so a hint can be pasted as is. */
-function shellQuote(p: string): string {
-  return /^[\w@%+=:,./-]+$/.test(p) ? p : `'${p.replace(/'/g, `'\\''`)}'`;
-}
-
 /**
  * Why a file with these stats must not be trusted as the approvals store, or
  * undefined. Anyone who can write it could approve servers in the user's
- * name, so a file writable by group or others, or owned by someone else, is
- * refused (SPEC §4 fails closed). Skipped where there are no POSIX owners.
+ * name, so the shared rule of `untrustedFile` refuses it (SPEC §4 fails closed).
  */
 function ownershipProblem(path: string, st: Stats): { message: string; hint: string } | undefined {
-  const me = typeof process.getuid === 'function' && process.platform !== 'win32' ? process.getuid() : undefined;
-  if (me === undefined) return undefined;
-  const pending = 'every project and workspace server stays pending approval until then';
-  const q = shellQuote(path);
-  if (st.uid !== me) {
-    return {
-      message: `The approvals file ${path} is owned by uid ${st.uid}, not by you (uid ${me}); someone else could approve servers in your name, so it is not trusted.`,
-      hint: `If its decisions are yours, run \`chown ${me} ${q} && chmod 600 ${q}\`, otherwise delete it; ${pending}.`,
-    };
-  }
-  const writable = [st.mode & 0o020 ? 'group' : '', st.mode & 0o002 ? 'others' : ''].filter(Boolean);
-  if (writable.length > 0) {
-    const mode = (st.mode & 0o777).toString(8).padStart(4, '0');
-    return {
-      message: `The approvals file ${path} is writable by ${writable.join(' and ')} (mode ${mode}); someone else could approve servers in your name, so it is not trusted.`,
-      hint: `If its decisions are yours, run \`chmod 600 ${q}\`, otherwise delete it; ${pending}.`,
-    };
-  }
-  return undefined;
+  const untrusted = untrustedFile(path, st);
+  if (!untrusted) return undefined;
+  return {
+    message: `The approvals file ${path} is ${untrusted.what}; someone else could approve servers in your name, so it is not trusted.`,
+    hint: `If its decisions are yours, run \`${untrusted.fix}\`, otherwise delete it; every project and workspace server stays pending approval until then.`,
+  };
 }
 
 /**
@@ -247,7 +229,7 @@ export class FileApprovalStore implements ApprovalStore {
       fh = await open(this.path, 'r');
       // Judge the very file that is read (the end of any symlink), not a path that could be swapped meanwhile.
       const st = await fh.stat();
-      const problem = st.isFile() ? ownershipProblem(this.path, st) : undefined;
+      const problem = ownershipProblem(this.path, st);
       if (problem) {
         return {
           error: new McpReconcilerError(ErrorCode.ApprovalStore, problem.message, {

@@ -5,14 +5,18 @@
  * mode 0600 in a 0700 directory, rewritten atomically under a cross-process
  * lock, so `mcp-reconciler auth` in one terminal and a running `watch` in
  * another never lose each other's writes. Nothing here is ever logged.
+ * A file another user owns, or that group or others can write, is neither
+ * read nor written (`needs_auth`, with the `chmod 600` to run): whoever can
+ * write it could swap in their tokens or the endpoints ours are sent to.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import type { OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { withFileLock } from '../util/file-lock.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { appDir, writeFileAtomic } from '../util/persist.js';
+import { readTrusted, type Untrusted } from '../util/file-trust.js';
 
 /** What is stored for one server URL. Every field is optional: a flow fills them in as it goes. */
 export interface StoredCredentials {
@@ -107,9 +111,12 @@ export class FileTokenStore implements TokenStore {
   private async read(): Promise<StoreFile> {
     let text: string;
     try {
-      text = await readFile(this.path, 'utf8');
+      const read = await readTrusted(this.path);
+      if ('missing' in read) return emptyFile();
+      if ('untrusted' in read) throw this.untrusted(read.untrusted);
+      text = read.text;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return emptyFile();
+      if (err instanceof McpReconcilerError) throw err;
       throw this.error(`could not be read: ${describeError(err)}`, err);
     }
     try {
@@ -123,6 +130,23 @@ export class FileTokenStore implements TokenStore {
 
   private async write(file: StoreFile): Promise<void> {
     await writeFileAtomic(this.path, `${JSON.stringify(file, null, 2)}\n`, { durable: true });
+  }
+
+  /**
+   * Refusal of a file someone else could write: they could swap in their own
+   * tokens, or the endpoints our refresh tokens and client secrets are sent
+   * to. `needs_auth`, so a server using it rests there with this reason.
+   */
+  private untrusted(u: Untrusted): McpReconcilerError {
+    return new McpReconcilerError(
+      ErrorCode.NeedsAuth,
+      // The fix is in the message too: a server's status shows its last error, not the hint.
+      `The OAuth token file ${this.path} is ${u.what}; someone else could replace your sign-ins (tokens, client registrations, the endpoints tokens are sent to), so it is not used: if it is yours, run \`${u.fix}\`, otherwise delete it and sign in again.`,
+      {
+        hint: `If its tokens are yours, run \`${u.fix}\`; otherwise delete it and sign in again with \`mcp-reconciler auth SERVER\`.`,
+        details: { file: this.path, reason: 'insecure', uid: u.uid, mode: u.mode },
+      },
+    );
   }
 
   private error(what: string, cause?: unknown): McpReconcilerError {

@@ -10,18 +10,20 @@
  * in another workspace. Everything is also kept in memory, so with the disk
  * turned off (`dir: false`) a lazy or idle-stopped server still keeps its
  * listing for the controller's life. An unreadable or malformed file counts
- * as no entry: the cache only ever saves time, it is never needed.
+ * as no entry: the cache only ever saves time, it is never needed. So does
+ * a file someone else could have written (see `untrustedFile`): what it says
+ * would be served as tools before the server ever answers.
  *
  * File versions: 2 adds `resources` and `resourceTemplates` (issue 14). A
  * version 1 file (tools and prompts only) is still read; its listing has no
  * resources, so they register once the server answers.
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import deepEqual from 'fast-deep-equal';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { appDir, isPlainObject, writeFileAtomic } from '../util/persist.js';
+import { readTrusted } from '../util/file-trust.js';
 
 /** A server's listing as it was last seen. */
 export interface CachedListing {
@@ -82,6 +84,8 @@ export interface ListingCacheOptions {
   root: string;
   /** Told about a file that could not be written (the cache goes on in memory). */
   onError?: (error: unknown) => void;
+  /** Told about a cache file that is not trusted (another user owns it, or group or others may write it), which is then ignored. */
+  onWarning?: (message: string) => void;
 }
 
 /**
@@ -115,8 +119,15 @@ export class ListingCache {
         this.read.add(fp);
         const file = this.fileOf(fp);
         if (!file) return;
-        const text = await readFile(file, 'utf8').catch(() => undefined);
-        const listing = text === undefined ? undefined : parseFile(text, fp);
+        const read = await readTrusted(file).catch(() => undefined);
+        if (read && 'untrusted' in read) {
+          const { what, fix } = read.untrusted;
+          this.options.onWarning?.(
+            `The listing cache file ${file} is ${what}; someone else could put their own tools and descriptions in it, so it is not used ` +
+              `(the server's next listing replaces it). If it is yours, run \`${fix}\`, otherwise delete it.`,
+          );
+        }
+        const listing = read && 'text' in read ? parseFile(read.text, fp) : undefined;
         // A store() that landed while we read is newer than the file.
         if (listing && !this.memory.has(fp)) this.memory.set(fp, listing);
       }),

@@ -22,6 +22,7 @@ import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { withFileLock } from '../util/file-lock.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
+import { untrustedFile } from '../util/file-trust.js';
 import { watchConfigFiles, type ConfigWatcher } from '../watch/config-watcher.js';
 import { writeFileAtomic } from '../util/persist.js';
 
@@ -175,11 +176,12 @@ async function readChannel(file: string, root: string): Promise<ChannelFile> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return emptyFile(root);
     throw channelError(file, `Cannot read the request file ${file}: ${describeError(err)}`, `Make ${file} readable by you or delete it.`, err);
   }
-  const uid = process.getuid?.();
-  if (!st.isFile() || (uid !== undefined && st.uid !== uid) || (st.mode & 0o022) !== 0) {
+  // lstat: a symlink is refused too, not followed.
+  const untrusted = st.isFile() ? untrustedFile(file, st) : undefined;
+  if (!st.isFile() || untrusted) {
     throw channelError(
       file,
-      `Refusing the request file ${file}: it is ${!st.isFile() ? 'not a regular file' : st.uid !== uid ? 'owned by another user' : 'writable by group or others'}, so someone else could send requests to your watch.`,
+      `Refusing the request file ${file}: it is ${untrusted ? untrusted.what : 'not a regular file'}, so someone else could send requests to your watch.`,
       `Delete ${file}; it is recreated with mode 0600.`,
     );
   }

@@ -9,11 +9,12 @@
  * Answers can be secrets (`password` inputs) and can become command paths,
  * so a file that someone else owns or can write is not used.
  */
-import { mkdir, readFile, stat } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { withFileLock } from '../util/file-lock.js';
 import { setOwn } from '../util/own.js';
 import { appDir, isPlainObject, writeFileAtomic } from '../util/persist.js';
+import { readTrusted } from '../util/file-trust.js';
 
 /** `$XDG_CONFIG_HOME/mcp-reconciler/inputs.json`, else `~/.config/mcp-reconciler/inputs.json`. */
 export function defaultInputsPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -37,17 +38,17 @@ export class InputStore {
     const empty = (): StoreFile => ({ version: 1, workspaces: {} });
     let text: string;
     try {
-      const st = await stat(this.path);
-      const mine = typeof process.getuid !== 'function' || st.uid === process.getuid();
-      if (!mine || (st.mode & 0o022) !== 0) {
+      const read = await readTrusted(this.path);
+      if ('missing' in read) return { doc: empty() };
+      if ('untrusted' in read) {
+        const { what, fix } = read.untrusted;
         return {
           doc: empty(),
-          error: `${this.path} is ${mine ? 'writable by other users' : 'owned by another user'}, so its answers are not used (anyone who can write it could choose what your servers run): delete it, or \`chmod 600\` it if it is yours`,
+          error: `${this.path} is ${what}, so its answers are not used (anyone who can write it could choose what your servers run): if it is yours, run \`${fix}\`, otherwise delete it`,
         };
       }
-      text = await readFile(this.path, 'utf8');
+      text = read.text;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { doc: empty() };
       return { doc: empty(), error: `cannot read ${this.path}: ${(err as Error).message}` };
     }
     let parsed: unknown;

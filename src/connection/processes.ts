@@ -9,11 +9,15 @@ import { appendFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'no
 import { dirname, join } from 'node:path';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { appDir, writeFileAtomicSync } from '../util/persist.js';
+import { readTrustedSync, type Untrusted } from '../util/file-trust.js';
+import { guardGroup, releaseGroup, watchdogEnded } from './watchdog.js';
 
 /** Options of a {@link ProcessTracker}. */
 export interface ProcessTrackerOptions {
   /** Time between SIGTERM and SIGKILL, in ms. Default 2000. */
   graceMs?: number;
+  /** Told about a process state file that is not trusted (it is then not acted on). */
+  warn?: (message: string) => void;
 }
 
 /** What {@link ProcessTracker.spawn} passes on to `child_process.spawn`. */
@@ -312,11 +316,23 @@ function asGroup(g: unknown): RecordedGroup | undefined {
  * file 50 times. A torn last line (a host killed mid-write) is skipped.
  */
 export function readRecordedGroups(file: string): RecordedGroup[] {
+  return readJournal(file).groups;
+}
+
+/**
+ * The groups of `file`, or none and why when the file is not trusted: a
+ * file someone else could write could name any of our processes for us to
+ * kill, so nothing in it is believed.
+ */
+function readJournal(file: string): { groups: RecordedGroup[]; untrusted?: Untrusted } {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    const read = readTrustedSync(file);
+    if ('untrusted' in read) return { groups: [], untrusted: read.untrusted };
+    if ('missing' in read) return { groups: [] };
+    text = read.text;
   } catch {
-    return [];
+    return { groups: [] };
   }
   const groups = new Map<string, RecordedGroup>();
   for (const line of text.split('\n')) {
@@ -339,7 +355,7 @@ export function readRecordedGroups(file: string): RecordedGroup[] {
     if (added) groups.set(groupKey(added), added);
     if (typeof entry.drop === 'string') groups.delete(entry.drop);
   }
-  return [...groups.values()];
+  return { groups: [...groups.values()] };
 }
 
 /** Rewrite `file` as one snapshot, atomically (temp + rename) with mode 0600; an empty list removes the file. */
@@ -387,10 +403,28 @@ function signalIfSame(group: RecordedGroup, signal: NodeJS.Signals): boolean {
  * very process that was recorded (same start time and command line; a
  * recycled PID is never touched): SIGTERM, then SIGKILL after `graceMs`.
  * Entries of live hosts stay; stale and dead entries are dropped. Returns the
- * PGIDs it signalled. Never throws for an unreadable file.
+ * PGIDs it signalled. Never throws for an unreadable file. A file that is
+ * not trusted (see `untrustedFile`) kills nothing: `warn` is told, and the
+ * file is removed so this host's records start a private one.
  */
-export async function reapStaleGroups(file: string, options: { graceMs?: number } = {}): Promise<number[]> {
-  const groups = readRecordedGroups(file);
+export async function reapStaleGroups(file: string, options: { graceMs?: number; warn?: (message: string) => void } = {}): Promise<number[]> {
+  const journal = readJournal(file);
+  if (journal.untrusted) {
+    let removed = true;
+    try {
+      rmSync(file, { force: true });
+    } catch {
+      removed = false;
+    }
+    options.warn?.(
+      `The process state file ${file} is ${journal.untrusted.what}; someone else could list processes in it for us to kill, so nothing in it is acted on` +
+        (removed
+          ? ` and it was removed (this run records its servers in a new private file). If that keeps happening, check who can write ${dirname(file)}.`
+          : `. It could not be removed either: delete it (or run \`${journal.untrusted.fix}\` if every entry is yours).`),
+    );
+    return [];
+  }
+  const groups = journal.groups;
   if (groups.length === 0) return [];
   const keep: RecordedGroup[] = [];
   const stale: RecordedGroup[] = [];
@@ -425,7 +459,11 @@ function groupKey(g: Pick<RecordedGroup, 'pgid' | 'start'>): string {
  * (each leads its own process group) and killed as a whole group. When the host
  * process exits, every group still tracked by any tracker is SIGKILLed
  * synchronously; on SIGINT/SIGTERM/SIGHUP that nobody else handles, the same
- * happens before the signal is re-raised.
+ * happens before the signal is re-raised. A host that dies without running
+ * either (SIGKILL) leaves its groups to the orphan watchdog (`watchdog.ts`),
+ * which every tracker of the process tells about each group it starts and
+ * ends; {@link killAll} resolves once that watchdog is gone too, when no
+ * other tracker still needs it.
  */
 export class ProcessTracker {
   private readonly graceMs: number;
@@ -444,8 +482,11 @@ export class ProcessTracker {
   /** Journal bytes this tracker appended since the state file was last compacted. */
   private appendedBytes = 0;
 
+  private readonly warn: ((message: string) => void) | undefined;
+
   constructor(options: ProcessTrackerOptions = {}) {
     this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+    this.warn = options.warn;
   }
 
   /**
@@ -456,7 +497,9 @@ export class ProcessTracker {
    * Returns the PGIDs reaped.
    */
   async useStateFile(file: string): Promise<number[]> {
-    const reaped = await reapStaleGroups(file, { graceMs: this.graceMs });
+    const reaped = await reapStaleGroups(file, { graceMs: this.graceMs, ...(this.warn ? { warn: this.warn } : {}) });
+    // An untrusted file that could not be removed gets none of our records either.
+    if (readJournal(file).untrusted) return reaped;
     this.stateFile = file;
     for (const pid of this.children.keys()) this.record(pid);
     return reaped;
@@ -495,6 +538,7 @@ export class ProcessTracker {
     const pid = child.pid;
     if (pid === undefined) return;
     this.children.set(pid, child);
+    guardGroup(pid, this.warn);
     this.record(pid);
     this.spawned.push(pid);
     if (this.spawned.length > HISTORY_LIMIT) this.spawned.shift();
@@ -535,15 +579,19 @@ export class ProcessTracker {
   killAll(): Promise<void> {
     this.killAllPromise ??= Promise.resolve().then(async () => {
       await Promise.all(this.pids().map((pid) => this.killTree(pid)));
-      // Whoever awaited dispose() may exit at once: leave the file up to date.
+      // Whoever awaited dispose() may exit at once: leave the file up to date, and no watchdog behind.
       this.flushState();
+      await watchdogEnded();
     });
     return this.killAllPromise;
   }
 
   /** SIGKILL every tracked group now, synchronously; what the host-exit hook runs. */
   killAllSync(): void {
-    for (const [pid, child] of this.children) signalGroup(pid, 'SIGKILL', child);
+    for (const [pid, child] of this.children) {
+      signalGroup(pid, 'SIGKILL', child);
+      releaseGroup(pid);
+    }
     // SIGKILL is final: nothing is left for a later start to reap. Written now: the host is exiting.
     this.unrecord([...this.recorded.keys()], { now: true });
   }
@@ -636,7 +684,9 @@ export class ProcessTracker {
       // Drops are what can leave the file empty; adds alone never do.
       if (this.appendedBytes >= COMPACT_AFTER_BYTES || (dropped && this.recorded.size === 0)) {
         this.appendedBytes = 0;
-        writeState(file, readRecordedGroups(file));
+        // A file someone else made writable meanwhile keeps only what this tracker knows.
+        const journal = readJournal(file);
+        writeState(file, journal.untrusted ? [...this.recorded.values()] : journal.groups);
       }
     } catch {
       // Unwritable state dir: everything else still works; only post-SIGKILL reaping is lost.
@@ -644,6 +694,7 @@ export class ProcessTracker {
   }
 
   private forget(pid: number): void {
+    releaseGroup(pid);
     this.unrecord([pid]);
     this.children.delete(pid);
     this.killing.delete(pid);

@@ -94,7 +94,7 @@ export class McpController {
     this.emitter = new SafeEmitter((event, err) => this.logger.warn(`listener of "${event}" threw: ${describeError(err)}`));
     this.env = options.env ?? process.env;
     this.root = path.resolve(options.cwd);
-    this.tracker = new ProcessTracker({ graceMs: options.killGraceMs ?? 2_000 });
+    this.tracker = new ProcessTracker({ graceMs: options.killGraceMs ?? 2_000, warn: (message) => this.logger.warn(message) });
     // An explicit concurrency is kept as given; the default adapts to how heavy starts are (issue 16).
     this.semaphore =
       options.connectConcurrency !== undefined
@@ -234,6 +234,7 @@ export class McpController {
       dir: cacheDir === false ? false : path.resolve(this.root, cacheDir),
       root: this.root,
       onError: (err) => this.logger.warn(`listing cache: ${describeError(err)}`),
+      onWarning: (message) => this.logger.warn(message),
     });
     // Before anything is spawned: a previous host of this workspace that was SIGKILLed
     // may have left detached servers running (issue 10).

@@ -5,7 +5,7 @@
  * and revocation, and the file token store. The browser step is a plain
  * fetch of the authorization URL and of its redirect.
  */
-import { mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -68,6 +68,44 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
     expect(statSync(storePath).mode & 0o777).toBe(0o600);
     const stored = JSON.parse(readFileSync(storePath, 'utf8')) as { servers: Record<string, { tokens?: { access_token?: string } }> };
     expect(stored.servers[fixture.url]?.tokens?.access_token).toBeTruthy();
+  });
+
+  it.runIf(process.platform !== 'win32').each([
+    ['0666', 0o666],
+    ['0620', 0o620],
+  ])('does not use a token file that group or others can write (mode %s): needs_auth with the reason and the fix', async (_octal, mode) => {
+    const storePath = join(dir, 'state', 'oauth.json');
+    const first = controller({ oauth: { tokenStore: storePath }, onAuthorizationUrl: browser });
+    await first.addRuntimeServer('remote', { type: 'http', url: fixture.url });
+    await first.start();
+    expect(stateOf(first)?.state).toBe('connected');
+    await first.dispose();
+    const grants = { ...fixture.counts };
+
+    // Valid tokens, but anyone could have put them (or the endpoints they go to) there.
+    chmodSync(storePath, mode);
+    const second = controller({ oauth: { tokenStore: storePath } });
+    await second.addRuntimeServer('remote', { type: 'http', url: fixture.url });
+    await second.start();
+    const row = stateOf(second)!;
+    expect(row.state).toBe('needs_auth');
+    expect(row.lastError).toContain(storePath);
+    expect(row.lastError).toMatch(/writable by (group|others)/);
+    expect(row.lastError).toContain(`chmod 600 ${storePath}`);
+    expect(second.toolUnavailableMessage('mcp__remote__echo')).toContain(`chmod 600 ${storePath}`);
+    // Nothing in the file was used: no refresh, no new grant.
+    expect(fixture.counts).toEqual(grants);
+    // `auth` does not write over it either (that would launder its content into a trusted file).
+    const refused = await second.authenticate('remote', { onAuthorizationUrl: browser }).then(() => undefined, (e: unknown) => e as Error);
+    expect(refused?.message).toContain(storePath);
+    expect(statSync(storePath).mode & 0o777).toBe(mode);
+
+    // Once the user vouches for it, it is used again.
+    chmodSync(storePath, 0o600);
+    const third = controller({ oauth: { tokenStore: storePath } });
+    await third.addRuntimeServer('remote', { type: 'http', url: fixture.url });
+    await third.start();
+    expect(stateOf(third)?.state).toBe('connected');
   });
 
   it('rests in needs_auth without a hook, says which command fixes it, and leaves it with authenticate()', async () => {

@@ -3,7 +3,7 @@
  * input without echo), remembered in a 0600 store per workspace, never
  * printed; without a terminal, the env fallback and an actionable issue.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -130,6 +130,27 @@ describe('${input:…} answered on a terminal and remembered', () => {
     expect(r.stderr).toContain('cancelled');
     expect((JSON.parse(r.stdout) as Doc).servers).toEqual([]);
     expect(existsSync(other)).toBe(false);
+  });
+});
+
+describe.runIf(process.platform !== 'win32')('a remembered-answers file that group or others can write', () => {
+  it.each([
+    ['0666', 0o666],
+    ['0620', 0o620],
+  ])('mode %s: its answers are not used, and a warning names the file and the fix', async (_octal, mode) => {
+    const file = join(home, `untrusted-${_octal}`, 'inputs.json');
+    mkdirSync(join(file, '..'), { recursive: true });
+    writeFileSync(file, JSON.stringify({ version: 1, workspaces: { [ws]: { 'input:region': 'us', 'input:token': SECRET } } }), { mode: 0o600 });
+    const trusted = await runCliCaptured(['config', '--json', '--cwd', ws, '--preset', 'vscode', '--inputs', file], env(), ws);
+    expect((JSON.parse(trusted.stdout) as Doc).servers.map((r) => r.name)).toEqual(['svc']);
+
+    chmodSync(file, mode);
+    const r = await runCliCaptured(['config', '--json', '--cwd', ws, '--preset', 'vscode', '--inputs', file], env(), ws);
+    // Anyone could have chosen those answers (and so what the server runs): the server is skipped.
+    expect((JSON.parse(r.stdout) as Doc).servers).toEqual([]);
+    expect(r.stderr).toContain(file);
+    expect(r.stderr).toMatch(/writable by (group|others)/);
+    expect(r.stderr).toContain(`chmod 600 ${file}`);
   });
 });
 

@@ -126,7 +126,7 @@ describe('request channel', () => {
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(McpReconcilerError);
-    expect((err as McpReconcilerError).message).toMatch(/^Refusing the request file .*: it is writable by group or others/);
+    expect((err as McpReconcilerError).message).toMatch(/^Refusing the request file .*: it is writable by group and others \(mode 0666\)/);
     expect((err as McpReconcilerError).hint).toContain('Delete');
   });
 

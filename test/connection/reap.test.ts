@@ -5,7 +5,7 @@
  * same PID or runs another command.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -13,7 +13,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import { defaultProcessStatePath, processIdentity, ProcessTracker, readRecordedGroups, type RecordedGroup } from '../../src/connection/processes.js';
 import { fixturePath, repoRoot, stdioFixtureConfig } from '../helpers/fixtures.js';
-import { pidAlive, waitFor } from '../helpers/processes.js';
+import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
+import { WATCHDOG_NAME } from '../../src/connection/watchdog.js';
 
 const isUnix = process.platform !== 'win32';
 const controllerModule = pathToFileURL(resolve(repoRoot, 'dist/src/controller/controller.js')).href;
@@ -116,9 +117,16 @@ describe.runIf(isUnix)('reaping the orphans of a SIGKILLed host', () => {
     expect(recorded.map((g) => g.pgid)).toEqual([serverPid]);
     expect(recorded[0]!.cmdline).toContain(fixturePath('ignore-sigterm-server'));
 
+    // The host and its watchdog die together (an OOM kill of the whole tree, a container stop):
+    // no exit hook ran and no watchdog is left, so the server is an orphan now.
+    const watchdogs = descendantsOf(host.pid!).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0')[0] === WATCHDOG_NAME);
+    expect(watchdogs).toHaveLength(1);
+    pids.push(...watchdogs);
+    // The host first: a host that outlived its watchdog would start a new one.
     host.kill('SIGKILL');
+    for (const p of watchdogs) process.kill(p, 'SIGKILL');
     await waitFor(() => host.exitCode !== null || host.signalCode !== null, 'the host to die');
-    // No exit hook ran: the server is an orphan now.
+    await waitFor(() => !watchdogs.some(pidAlive), 'the watchdog to die');
     expect(pidAlive(serverPid)).toBe(true);
 
     const c = controllerFor(root, stateFile);
@@ -148,6 +156,35 @@ describe.runIf(isUnix)('reaping the orphans of a SIGKILLed host', () => {
     expect(pidAlive(recycled)).toBe(true);
     // Entries that can never match again are dropped.
     expect(existsSync(stateFile)).toBe(false);
+  });
+
+  it.each([
+    ['0666', 0o666],
+    ['0620', 0o620],
+  ])('kills nothing listed by a state file that group or others can write (mode %s), and says so', async (_octal, mode) => {
+    const root = tempDir();
+    const stateFile = join(tempDir(), 'processes.json');
+    // A record that names one of our processes exactly (start time, command line) with a dead owner:
+    // a trusted file would get it killed.
+    const victim = decoy();
+    const id = processIdentity(victim)!;
+    writeStateFile(stateFile, [{ pgid: victim, start: id.start, cmdline: id.cmdline, owner: deadOwner }]);
+    chmodSync(stateFile, mode);
+
+    const warnings: string[] = [];
+    const c = createMcpController({
+      cwd: root, approvals: join(root, 'approvals.json'), watch: false, killGraceMs: 300, processStateFile: stateFile,
+      logger: { warn: (m: string) => warnings.push(m) },
+    });
+    controllers.push(c);
+    await c.start();
+    expect(pidAlive(victim)).toBe(true);
+    const warning = warnings.find((w) => w.includes(stateFile));
+    expect(warning).toMatch(/writable by (group|others)/);
+    expect(warning).toContain('nothing in it is acted on');
+    // Replaced by nothing (this controller runs no server), so the next start has no untrusted file either.
+    expect(existsSync(stateFile)).toBe(false);
+    expect(readRecordedGroups(stateFile)).toEqual([]);
   });
 
   it('leaves the groups of a live host of the same workspace alone', async () => {
@@ -215,6 +252,14 @@ describe.runIf(isUnix)('the process state file', () => {
     expect(readFileSync(stateFile, 'utf8').trim().split('\n').at(-1)).toContain(`"pgid":${more.pid}`);
     await t.killAll();
     expect(existsSync(stateFile)).toBe(false);
+  });
+
+  it('reads no group from a journal that group or others can write', () => {
+    const stateFile = join(tempDir(), 'processes.json');
+    writeStateFile(stateFile, [{ pgid: 4242, start: 's', cmdline: ['node', 'srv'], owner: deadOwner }]);
+    expect(readRecordedGroups(stateFile).map((g) => g.pgid)).toEqual([4242]);
+    chmodSync(stateFile, 0o646);
+    expect(readRecordedGroups(stateFile)).toEqual([]);
   });
 
   it('defaults to one file per workspace under $XDG_STATE_HOME, falling back to ~/.local/state', () => {
