@@ -364,12 +364,16 @@ function listingOf(conn: LiveConnection): CachedListing {
 
 /** The error a rejected listing ends its generation with: permanent, so the server rests in `failed`. */
 function rejectedListing(name: string, cause: McpReconcilerError): McpReconcilerError {
-  return new McpReconcilerError(ErrorCode.ToolConflict, `tool_conflict: the tool listing of "${name}" was rejected: ${cause.message}`, {
-    hint: cause.hint ?? 'rename or filter the conflicting tools (excludeTools), then edit the config or reconnect the server',
-    details: { server: name, ...cause.details },
-    cause,
-    permanent: true,
-  });
+  return new McpReconcilerError(
+    ErrorCode.ToolConflict,
+    `tool_conflict: the tool listing of "${name}" was rejected: ${cause.message} Its connection is closed and none of its tools or prompts stay registered; it stays failed until its config changes or it is reconnected.`,
+    {
+      hint: cause.hint ?? 'rename or filter the conflicting tools (excludeTools), then edit the config or reconnect the server',
+      details: { server: name, ...cause.details },
+      cause,
+      permanent: true,
+    },
+  );
 }
 
 function filterOf(entry: DesiredServer): { includeTools?: string[]; excludeTools?: string[] } {
