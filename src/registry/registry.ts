@@ -45,8 +45,17 @@ export interface RegisteredPrompt {
   cached?: true;
 }
 
-/** A listed tool that is deliberately not registered, and why. */
+/** A listed tool that is not registered, and why. */
 export interface SkippedTool {
+  /** The server's name for it (`tools[<index>]` for a tool listed without a string name). */
+  rawName: string;
+  reason: string;
+  /** Set when the tool's definition is invalid (the server's bug, worth a warning), not a filter or policy choice. */
+  invalid?: true;
+}
+
+/** A listed tool whose definition is invalid: never registered, reported as a skipped tool. */
+export interface InvalidToolDefinition {
   rawName: string;
   reason: string;
 }
@@ -87,6 +96,8 @@ export interface ToolRegistryOptions {
 interface Listing<T> {
   list: readonly T[];
   generation: number;
+  /** Tools of this listing whose definition is invalid (tool listings only). */
+  invalid?: readonly InvalidToolDefinition[];
   /** Read from the listing cache, not from the server. */
   cached?: boolean;
 }
@@ -258,18 +269,26 @@ export class ToolRegistry {
    * the listing cache; the server's next live commit replaces it).
    * Resources, when the listing has them, go to {@link resources} once the
    * tools and prompts are accepted (a rejected listing registers none).
+   * `invalidTools` (listed, but with an invalid definition) are never
+   * registered; they are reported as skipped with `invalid: true`.
    */
   commit(
     server: string,
     generation: number,
-    listing: { tools: Tool[]; prompts: Prompt[]; resources?: Resource[]; resourceTemplates?: ResourceTemplate[] },
+    listing: {
+      tools: Tool[];
+      prompts: Prompt[];
+      resources?: Resource[];
+      resourceTemplates?: ResourceTemplate[];
+      invalidTools?: readonly InvalidToolDefinition[];
+    },
     filter?: ToolFilter,
     options: { cached?: boolean } = {},
   ): CommitResult {
     if (filter !== undefined) this.storeFilter(server, filter);
     const cached = options.cached === true ? { cached: true } : {};
     const result = this.commitListings(server, {
-      tools: { list: listing.tools, generation, ...cached },
+      tools: { list: listing.tools, generation, ...cached, ...(listing.invalidTools?.length ? { invalid: listing.invalidTools } : {}) },
       prompts: { list: listing.prompts, generation, ...cached },
     });
     if (result.ok && listing.resources) {
@@ -278,10 +297,10 @@ export class ToolRegistry {
     return result;
   }
 
-  /** Replace only a server's tools (a `tools/list_changed` re-list); same all-or-nothing rule. */
-  commitTools(server: string, generation: number, tools: Tool[], filter?: ToolFilter): CommitResult {
+  /** Replace only a server's tools (a `tools/list_changed` re-list); same all-or-nothing rule; `invalid` as in {@link commit}. */
+  commitTools(server: string, generation: number, tools: Tool[], filter?: ToolFilter, invalid?: readonly InvalidToolDefinition[]): CommitResult {
     if (filter !== undefined) this.storeFilter(server, filter);
-    return this.commitListings(server, { tools: { list: tools, generation } });
+    return this.commitListings(server, { tools: { list: tools, generation, ...(invalid?.length ? { invalid } : {}) } });
   }
 
   /** Replace only a server's prompts (a `prompts/list_changed` re-list); same all-or-nothing rule. */
@@ -611,6 +630,11 @@ export class ToolRegistry {
       for (const tool of passed) {
         if (taskSupportOf(tool) === 'required') skipped.push({ rawName: tool.name, reason: TASK_REQUIRED_REASON });
         else registered.push(toRegisteredTool(server, tool, tools.generation, tools.cached));
+      }
+      // A filter that names an invalid tool hides it like any other: the user chose not to have it.
+      for (const bad of tools.invalid ?? []) {
+        const hidden = filterReason(bad.rawName, filter);
+        skipped.push(hidden ? { rawName: bad.rawName, reason: hidden } : { rawName: bad.rawName, reason: bad.reason, invalid: true });
       }
       this.findConflicts('tool', server, passed, registered, this.toolIndex, problems, details, yielding, yields);
       out.tools = { registered, skipped };
