@@ -16,7 +16,8 @@
  *
  * File versions: 2 adds `resources` and `resourceTemplates` (issue 14). A
  * version 1 file (tools and prompts only) is still read; its listing has no
- * resources, so they register once the server answers.
+ * resources, so they register once the server answers. `invalidTools` is an
+ * optional field of version 2 (older files have none).
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
@@ -33,6 +34,11 @@ export interface CachedListing {
   /** Absent in a listing from a version 1 file: its resources are not known. */
   resources?: Resource[];
   resourceTemplates?: ResourceTemplate[];
+  /**
+   * Listed tools whose definition was invalid (not in `tools`), so a listing
+   * registered from the cache reports them as the live one did. Absent: none.
+   */
+  invalidTools?: { rawName: string; reason: string }[];
 }
 
 /** The version this code writes; {@link READABLE_VERSIONS} are read. */
@@ -64,11 +70,13 @@ function parseFile(text: string, fingerprint: string): CachedListing | undefined
     return undefined;
   }
   if (!isPlainObject(doc) || !READABLE_VERSIONS.includes(doc.version) || doc.fingerprint !== fingerprint) return undefined;
-  const { tools, prompts, resources, resourceTemplates } = doc;
+  const { tools, prompts, resources, resourceTemplates, invalidTools } = doc;
   if (!Array.isArray(tools) || !Array.isArray(prompts)) return undefined;
+  if (invalidTools !== undefined && !(Array.isArray(invalidTools) && invalidTools.every((t) => isPlainObject(t) && typeof t.rawName === 'string' && typeof t.reason === 'string'))) return undefined;
   if (!tools.every((t) => isPlainObject(t) && typeof t.name === 'string' && isPlainObject(t.inputSchema))) return undefined;
   if (!prompts.every((p) => isPlainObject(p) && typeof p.name === 'string')) return undefined;
   const listing: CachedListing = { tools: tools as Tool[], prompts: prompts as Prompt[] };
+  if (Array.isArray(invalidTools) && invalidTools.length > 0) listing.invalidTools = invalidTools as CachedListing['invalidTools'];
   if (doc.version === 1) return listing;
   if (!Array.isArray(resources) || !Array.isArray(resourceTemplates)) return undefined;
   if (!resources.every((r) => isPlainObject(r) && typeof r.uri === 'string' && typeof r.name === 'string')) return undefined;
@@ -155,6 +163,7 @@ export class ListingCache {
       // A listing without resources keeps the ones known: a tools re-list says nothing about them.
       resources: [...(listing.resources ?? this.memory.get(fingerprint)?.resources ?? [])],
       resourceTemplates: [...(listing.resourceTemplates ?? this.memory.get(fingerprint)?.resourceTemplates ?? [])],
+      ...(listing.invalidTools?.length ? { invalidTools: listing.invalidTools.map((t) => ({ rawName: t.rawName, reason: t.reason })) } : {}),
     };
     const before = this.memory.get(fingerprint);
     this.memory.set(fingerprint, copy);

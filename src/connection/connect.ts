@@ -34,6 +34,7 @@ import { clientCapabilities, installClientHandlers, type ClientFeatures } from '
 import { abortedError, causeChain, connectError, isPermanentStatus, isSseError, timeoutError } from './errors.js';
 import { LazyJsonSchemaValidator } from './lazy-validator.js';
 import { listAll } from './paginate.js';
+import { checkToolDefinitions, type InvalidTool } from './tool-definitions.js';
 import { buildTransport, shouldFallBackToSse, sseTransport, type TransportContext } from './transports.js';
 
 /** What a live connection reports after it is established. */
@@ -107,11 +108,13 @@ export interface LiveConnection {
   readonly pid: number | undefined;
   /** The transport in use: `sse` for an `http` entry that fell back (`fallbackToSse`). */
   readonly transportType: ReturnType<typeof transportOf>;
-  /** Tools from the latest listing. */
+  /** Tools from the latest listing (the valid ones). */
   readonly tools: Tool[];
+  /** Tools of the latest listing whose definition is invalid, with why (not in `tools`). */
+  readonly invalidTools: InvalidTool[];
   /** Prompts from the latest listing ([] when the server has no prompts capability). */
   readonly prompts: Prompt[];
-  /** Re-list all pages of tools/list and update `tools`. */
+  /** Re-list all pages of tools/list and update `tools` and `invalidTools`. */
   listTools(): Promise<Tool[]>;
   /** Re-list prompts and update `prompts`. */
   listPrompts(): Promise<Prompt[]>;
@@ -157,6 +160,7 @@ class Connection implements LiveConnection {
   readonly generation: number;
   readonly client: Client;
   tools: Tool[] = [];
+  invalidTools: InvalidTool[] = [];
   prompts: Prompt[] = [];
   resources: Resource[] = [];
   resourceTemplates: ResourceTemplate[] = [];
@@ -367,15 +371,17 @@ class Connection implements LiveConnection {
   }
 
   private async fetchTools(options: { signal?: AbortSignal; timeout: number }): Promise<Tool[]> {
-    let tools: Tool[] = [];
+    let raw: unknown[] = [];
     try {
-      tools = await listAll(this.client, 'tools', options);
+      raw = await listAll(this.client, 'tools', options);
     } catch (err) {
       // A server without the tools capability may refuse tools/list: it has no tools.
       const caps = this.client.getServerCapabilities();
       if (!(caps?.tools === undefined && err instanceof McpError && err.code === McpErrorCode.MethodNotFound)) throw err;
     }
+    const { tools, invalid } = checkToolDefinitions(raw);
     this.tools = tools;
+    this.invalidTools = invalid;
     return tools;
   }
 

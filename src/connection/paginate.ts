@@ -9,18 +9,18 @@ import {
   ListPromptsResultSchema,
   ListResourcesResultSchema,
   ListResourceTemplatesResultSchema,
-  ListToolsResultSchema,
   type Prompt,
   type Resource,
   type ResourceTemplate,
-  type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import { LenientListToolsResultSchema } from './tool-definitions.js';
 
 /** Most pages read of one listing; what a server still has after that is not listed. */
 export const MAX_PAGES = 1_000;
 
 const LISTINGS = {
-  tools: { method: 'tools/list', schema: ListToolsResultSchema },
+  // Each tool is checked on its own (checkToolDefinitions): one bad definition must not refuse the page.
+  tools: { method: 'tools/list', schema: LenientListToolsResultSchema },
   prompts: { method: 'prompts/list', schema: ListPromptsResultSchema },
   resources: { method: 'resources/list', schema: ListResourcesResultSchema },
   resourceTemplates: { method: 'resources/templates/list', schema: ListResourceTemplatesResultSchema },
@@ -31,7 +31,8 @@ export type ListingKind = keyof typeof LISTINGS;
 
 /** The items of one listing kind. */
 export interface ListingItems {
-  tools: Tool;
+  /** Unchecked: pass them to `checkToolDefinitions`. */
+  tools: unknown;
   prompts: Prompt;
   resources: Resource;
   resourceTemplates: ResourceTemplate;

@@ -206,6 +206,7 @@ export class Connections {
       deps.logger.warn(result.error.message);
       throw rejectedListing(name, result.error);
     }
+    this.warnInvalidTools(name);
     this.warnResourceConflicts(name);
     if (conn.resourceError) {
       // Its tools are fine: the server connects without resources, and says why.
@@ -219,6 +220,13 @@ export class Connections {
     // Subscriptions outlive connections: this one gets them all (failures are logged, not fatal).
     void this.subscriptions.resubscribe(name, conn);
     return { generation };
+  }
+
+  /** Log each tool of the server's registered listing that was left out for an invalid definition. */
+  private warnInvalidTools(name: string): void {
+    for (const t of this.deps.registry.skippedOf(name)) {
+      if (t.invalid) this.deps.logger.warn(`MCP server "${name}": tool "${t.rawName}" is not registered: ${t.reason}`);
+    }
   }
 
   /** Log each new resource URI this server shares with another (the owner rule decides; nothing is rejected). */
@@ -266,11 +274,15 @@ export class Connections {
       if (rec.fingerprint) this.deps.cache()?.store(rec.fingerprint, name, listingOf(rec.conn));
     };
     if (what === 'tools_changed') {
-      const tools = await rec.conn.listTools();
+      await rec.conn.listTools();
       if (this.live.get(name) !== rec) return;
-      const result = registry.commitTools(name, rec.generation, tools, filterOf(entry));
+      // Both from the connection's latest listing, so they always belong together.
+      const result = registry.commitTools(name, rec.generation, rec.conn.tools, filterOf(entry), rec.conn.invalidTools);
       if (!result.ok) this.rejectGeneration(name, rec, result.error);
-      else store();
+      else {
+        this.warnInvalidTools(name);
+        store();
+      }
     } else if (what === 'prompts_changed') {
       const prompts = await rec.conn.listPrompts();
       if (this.live.get(name) !== rec) return;
@@ -359,17 +371,27 @@ function mainThreadTreeCpuTicks(pid: number): number | undefined {
 
 /** Everything a connection listed, as the registry and the cache take it. */
 function listingOf(conn: LiveConnection): CachedListing {
-  return { tools: conn.tools, prompts: conn.prompts, resources: conn.resources, resourceTemplates: conn.resourceTemplates };
+  return {
+    tools: conn.tools,
+    prompts: conn.prompts,
+    resources: conn.resources,
+    resourceTemplates: conn.resourceTemplates,
+    ...(conn.invalidTools.length > 0 ? { invalidTools: conn.invalidTools } : {}),
+  };
 }
 
 /** The error a rejected listing ends its generation with: permanent, so the server rests in `failed`. */
 function rejectedListing(name: string, cause: McpReconcilerError): McpReconcilerError {
-  return new McpReconcilerError(ErrorCode.ToolConflict, `tool_conflict: the tool listing of "${name}" was rejected: ${cause.message}`, {
-    hint: cause.hint ?? 'rename or filter the conflicting tools (excludeTools), then edit the config or reconnect the server',
-    details: { server: name, ...cause.details },
-    cause,
-    permanent: true,
-  });
+  return new McpReconcilerError(
+    ErrorCode.ToolConflict,
+    `tool_conflict: the tool listing of "${name}" was rejected: ${cause.message} Its connection is closed and none of its tools or prompts stay registered; it stays failed until its config changes or it is reconnected.`,
+    {
+      hint: cause.hint ?? 'rename or filter the conflicting tools (excludeTools), then edit the config or reconnect the server',
+      details: { server: name, ...cause.details },
+      cause,
+      permanent: true,
+    },
+  );
 }
 
 function filterOf(entry: DesiredServer): { includeTools?: string[]; excludeTools?: string[] } {

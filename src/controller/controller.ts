@@ -273,10 +273,17 @@ export class McpController {
     await this.waitSettled(this.options.readyTimeoutMs ?? 10_000);
   }
 
-  /** Force a re-read of every source and a reconcile (SPEC §3.2). */
+  /**
+   * Force a re-read of every source and a reconcile (SPEC §3.2). Before
+   * `start()` it only re-reads: `config()` and the `config-error` event see
+   * the files as they are now, and nothing connects until `start()`.
+   */
   async reload(): Promise<void> {
     this.assertLive();
-    if (!this.started) return this.start();
+    if (!this.started) {
+      this.root = await canonicalRoot(this.root).catch(() => this.root);
+      return this.state.refresh();
+    }
     await this.started;
     await this.coalescer.request();
   }

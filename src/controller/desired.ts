@@ -132,8 +132,36 @@ export class DesiredState {
 
   /** One level-based reconcile: read everything, send the machines the difference. */
   async reconcile(): Promise<void> {
+    const evaluated = await this.evaluate();
+    if (!evaluated) return;
     const { deps } = this;
-    if (deps.disposing()) return;
+    const { desired, computed, approvals } = evaluated;
+    const events = reconcilerEvents(this.lastSent, { desired, gating: computed.gating });
+    if (events.length === 0) return;
+    // Gating events leave the reconciler's desired map as it was: compare the next read with that.
+    this.lastSent = { desired: events[0]!.type === 'CONFIG' ? desired : this.lastSent!.desired, gating: computed.gating };
+    for (const event of events) deps.send(event);
+    this.count++;
+    deps.emitter.emit('reconciled', { count: this.count, servers: Object.keys(desired) });
+    // Strictly pending from the store (never a name diff), and only servers that would
+    // otherwise connect: asking about an excluded or disabled server helps no one.
+    const promptable = promptableServers(desired, approvals).filter((n) => computed.verdicts[n] === 'pending_approval');
+    if (promptable.length > 0) deps.emitter.emit('pending-approval', { servers: promptable });
+  }
+
+  /**
+   * Read everything and keep the result ({@link desired}, {@link computed},
+   * the config issues) without sending the machines anything: a reload
+   * before `start()`, which must not connect a server.
+   */
+  async refresh(): Promise<void> {
+    await this.evaluate();
+  }
+
+  /** Read every source, report new config issues, compute gating and keep the result; `undefined` once disposing. */
+  private async evaluate(): Promise<{ desired: DesiredMap; computed: ComputedGating; approvals: GatingState['approvals'] } | undefined> {
+    const { deps } = this;
+    if (deps.disposing()) return undefined;
     const read = await this.read();
     const { settings, issues } = read;
     deps.reread();
@@ -141,7 +169,7 @@ export class DesiredState {
     issues.push(...nameCollisionIssues(desired));
     await deps.decisions.refresh(deps.root());
     const trusted = deps.isTrustedFolder ? await deps.isTrustedFolder() : true;
-    if (deps.disposing()) return;
+    if (deps.disposing()) return undefined;
 
     const issuesKey = JSON.stringify(issues);
     if (issuesKey !== this.lastIssuesKey) {
@@ -161,18 +189,7 @@ export class DesiredState {
     });
     this.current = desired;
     this.gating = computed;
-
-    const events = reconcilerEvents(this.lastSent, { desired, gating: computed.gating });
-    if (events.length === 0) return;
-    // Gating events leave the reconciler's desired map as it was: compare the next read with that.
-    this.lastSent = { desired: events[0]!.type === 'CONFIG' ? desired : this.lastSent!.desired, gating: computed.gating };
-    for (const event of events) deps.send(event);
-    this.count++;
-    deps.emitter.emit('reconciled', { count: this.count, servers: Object.keys(desired) });
-    // Strictly pending from the store (never a name diff), and only servers that would
-    // otherwise connect: asking about an excluded or disabled server helps no one.
-    const promptable = promptableServers(desired, approvals).filter((n) => computed.verdicts[n] === 'pending_approval');
-    if (promptable.length > 0) deps.emitter.emit('pending-approval', { servers: promptable });
+    return { desired, computed, approvals };
   }
 
   /**

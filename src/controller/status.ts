@@ -3,7 +3,7 @@ import { publicStatusOf, reasonOf, stateNameOf } from '../../machines/reason.js'
 import type { reconcilerMachine } from '../../machines/reconciler.machine.js';
 import type { DesiredMap, DesiredServer } from '../../machines/types.js';
 import { transportOf } from '../config/identity.js';
-import { sanitiseNamePart } from '../registry/naming.js';
+import { registeredToolName, sanitiseNamePart } from '../registry/naming.js';
 import type { ToolRegistry } from '../registry/registry.js';
 import type { Connections } from './connections.js';
 import { describeReason, fixFor } from './messages.js';
@@ -170,7 +170,7 @@ export class StatusView {
         : `Tool ${toolName} is not available yet: MCP server "${server}" is still connecting.`;
     }
     if (registered) return `Tool ${toolName} is available (server "${server}" is connected).`;
-    const skipped = registry.skippedOf(server).find((s) => toolName.endsWith(`__${s.rawName}`));
+    const skipped = registry.skippedOf(server).find((s) => registeredToolName(server, s.rawName) === toolName);
     if (skipped) return `Tool ${toolName} of MCP server "${server}" is not registered: ${skipped.reason}.`;
     const err = this.lastErrorOf(server);
     return `MCP server "${server}" is connected but does not provide ${toolName}${err ? ` (${err})` : ''}. Its tools: ${registry.toolsOf(server).map((t) => t.name).join(', ') || 'none'}.`;

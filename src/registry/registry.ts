@@ -45,8 +45,17 @@ export interface RegisteredPrompt {
   cached?: true;
 }
 
-/** A listed tool that is deliberately not registered, and why. */
+/** A listed tool that is not registered, and why. */
 export interface SkippedTool {
+  /** The server's name for it (`tools[<index>]` for a tool listed without a string name). */
+  rawName: string;
+  reason: string;
+  /** Set when the tool's definition is invalid (the server's bug, worth a warning), not a filter or policy choice. */
+  invalid?: true;
+}
+
+/** A listed tool whose definition is invalid: never registered, reported as a skipped tool. */
+export interface InvalidToolDefinition {
   rawName: string;
   reason: string;
 }
@@ -87,6 +96,8 @@ export interface ToolRegistryOptions {
 interface Listing<T> {
   list: readonly T[];
   generation: number;
+  /** Tools of this listing whose definition is invalid (tool listings only). */
+  invalid?: readonly InvalidToolDefinition[];
   /** Read from the listing cache, not from the server. */
   cached?: boolean;
 }
@@ -102,9 +113,21 @@ interface ServerRecord {
   pending?: { tools?: Listing<Tool>; prompts?: Listing<Prompt>; error: McpReconcilerError };
 }
 
+/** A registered name another server holds and must give up, because the committing server sorts first. */
+interface Yielded {
+  kind: 'tool' | 'prompt';
+  name: string;
+  /** The committing server's raw name. */
+  rawName: string;
+  holder: string;
+  holderRawName: string;
+}
+
 interface Built {
   tools?: { registered: RegisteredTool[]; skipped: SkippedTool[] };
   prompts?: RegisteredPrompt[];
+  /** Names held by later-sorting servers (not prefix mates) that this listing takes over. */
+  yields: Yielded[];
 }
 
 const TASK_REQUIRED_REASON =
@@ -146,6 +169,20 @@ function prefixProblem(server: string, owner: string): string {
   return `"${server}" and "${owner}" both become the tool prefix ${toolPrefix(server)}, which "${owner}" owns (of server names that sanitise alike, the first in code-point order owns the prefix)`;
 }
 
+const NAME_HINT =
+  'Hide the clashing tool or prompt with excludeTools on one of the two servers, or rename one of the servers in the config so the names differ.';
+
+/**
+ * The same sentence whichever of the two connected first: both servers, both
+ * raw names, the registered name, and who owns it by the fixed rule.
+ */
+function nameProblem(kind: 'tool' | 'prompt', name: string, loser: string, loserRaw: string, owner: string, ownerRaw: string): string {
+  return (
+    `${kind} "${loserRaw}" of MCP server "${loser}" and ${kind} "${ownerRaw}" of MCP server "${owner}" both become ${name}, which "${owner}" owns ` +
+    `(of servers whose ${kind} names clash, the one first in code-point order owns the name, whatever the connect order)`
+  );
+}
+
 function quoteList(names: readonly string[]): string {
   return names.map((n) => `"${n}"`).join(', ');
 }
@@ -178,8 +215,15 @@ function sameFilter(a: ToolFilter | undefined, b: ToolFilter | undefined): boole
  * Every commit is all or nothing. A listing is rejected (`tool_conflict`) when
  * a raw name appears twice, two raw names sanitise to the same registered
  * name, or a registered name is owned by another server; then nothing of it is
- * registered and the server's previous entries stay exactly as they were.
+ * registered and the server's previous entries stay exactly as they were
+ * here (the controller then closes the generation, which drops them).
  * Tool and prompt names are separate namespaces.
+ *
+ * A registered name two servers produce (`a` + `b__c` and `a__b` + `c` are
+ * both `mcp__a__b__c`) is owned by the server first in code-point order
+ * among those with an accepted listing, whatever the connect order: the
+ * other's listing is rejected, or, when the owner arrives later, taken out
+ * and kept pending, with an error naming both servers and both raw names.
  *
  * Servers whose names sanitise alike (`x.y`, `x_y`) share a prefix
  * (`mcp__x_y__`). It is owned by the one first in code-point order among
@@ -225,18 +269,26 @@ export class ToolRegistry {
    * the listing cache; the server's next live commit replaces it).
    * Resources, when the listing has them, go to {@link resources} once the
    * tools and prompts are accepted (a rejected listing registers none).
+   * `invalidTools` (listed, but with an invalid definition) are never
+   * registered; they are reported as skipped with `invalid: true`.
    */
   commit(
     server: string,
     generation: number,
-    listing: { tools: Tool[]; prompts: Prompt[]; resources?: Resource[]; resourceTemplates?: ResourceTemplate[] },
+    listing: {
+      tools: Tool[];
+      prompts: Prompt[];
+      resources?: Resource[];
+      resourceTemplates?: ResourceTemplate[];
+      invalidTools?: readonly InvalidToolDefinition[];
+    },
     filter?: ToolFilter,
     options: { cached?: boolean } = {},
   ): CommitResult {
     if (filter !== undefined) this.storeFilter(server, filter);
     const cached = options.cached === true ? { cached: true } : {};
     const result = this.commitListings(server, {
-      tools: { list: listing.tools, generation, ...cached },
+      tools: { list: listing.tools, generation, ...cached, ...(listing.invalidTools?.length ? { invalid: listing.invalidTools } : {}) },
       prompts: { list: listing.prompts, generation, ...cached },
     });
     if (result.ok && listing.resources) {
@@ -245,10 +297,10 @@ export class ToolRegistry {
     return result;
   }
 
-  /** Replace only a server's tools (a `tools/list_changed` re-list); same all-or-nothing rule. */
-  commitTools(server: string, generation: number, tools: Tool[], filter?: ToolFilter): CommitResult {
+  /** Replace only a server's tools (a `tools/list_changed` re-list); same all-or-nothing rule; `invalid` as in {@link commit}. */
+  commitTools(server: string, generation: number, tools: Tool[], filter?: ToolFilter, invalid?: readonly InvalidToolDefinition[]): CommitResult {
     if (filter !== undefined) this.storeFilter(server, filter);
-    return this.commitListings(server, { tools: { list: tools, generation } });
+    return this.commitListings(server, { tools: { list: tools, generation, ...(invalid?.length ? { invalid } : {}) } });
   }
 
   /** Replace only a server's prompts (a `prompts/list_changed` re-list); same all-or-nothing rule. */
@@ -272,7 +324,15 @@ export class ToolRegistry {
     const tools = rec.pending?.tools ?? rec.rawTools;
     if (!tools) return { changed: false };
     const beforeTools = rec.tools;
-    const error = this.attempt(server, rec, { tools });
+    let error = this.attempt(server, rec, { tools });
+    if (error && rec.pending?.error === error) {
+      // Here, unlike a commit, the server keeps what it had: say so.
+      error = new McpReconcilerError(error.code, `${error.message} Its previously registered tools stay (the new filter is not applied).`, {
+        ...(error.hint ? { hint: error.hint } : {}),
+        details: { ...error.details },
+      });
+      rec.pending.error = error;
+    }
     this.retryPending();
     const changed = !isEmpty(diffNames(beforeTools, this.records.get(server)?.tools ?? []));
     return error ? { changed, error } : { changed };
@@ -435,8 +495,9 @@ export class ToolRegistry {
       if (prompts) rec.pending.prompts = prompts;
       return built;
     }
-    // First, so the names the mates give up are free before ours go into the index.
+    // First, so the names the others give up are free before ours go into the index.
     this.evictPrefixMates(server);
+    this.evictNameHolders(server, built.yields);
     const beforeTools = rec.tools;
     const beforePrompts = rec.prompts;
     if (built.tools && tools) {
@@ -486,35 +547,68 @@ export class ToolRegistry {
   private evictPrefixMates(owner: string): void {
     for (const mate of this.prefixMates(owner)) {
       if (compareCodePoints(mate, owner) < 0 || !this.claimsPrefix(mate)) continue;
-      const rec = this.records.get(mate)!;
-      const error = new McpReconcilerError(
-        ErrorCode.ToolConflict,
-        `MCP server "${mate}" tools and prompts were unregistered: ${prefixProblem(mate, owner)}. They register again if "${owner}" is removed.`,
-        { hint: PREFIX_HINT, details: { server: mate, prefix_owner: owner } },
+      this.evict(
+        mate,
+        new McpReconcilerError(ErrorCode.ToolConflict, `MCP server "${mate}" lost its tools and prompts to "${owner}": ${prefixProblem(mate, owner)}.`, {
+          hint: PREFIX_HINT,
+          details: { server: mate, prefix_owner: owner },
+        }),
       );
-      const tools = rec.pending?.tools ?? rec.rawTools;
-      const prompts = rec.pending?.prompts ?? rec.rawPrompts;
-      rec.pending = { error };
-      if (tools) rec.pending.tools = tools;
-      if (prompts) rec.pending.prompts = prompts;
-      const beforeTools = rec.tools;
-      const beforePrompts = rec.prompts;
-      for (const t of rec.tools) this.toolIndex.delete(t.name);
-      for (const p of rec.prompts) this.promptIndex.delete(p.name);
-      rec.tools = [];
-      rec.prompts = [];
-      rec.skipped = [];
-      delete rec.rawTools;
-      delete rec.rawPrompts;
-      this.emit(mate, diffNames(beforeTools, []), diffNames(beforePrompts, []));
     }
+  }
+
+  /**
+   * `owner` was just accepted with names that later-sorting servers held
+   * (`a` + `b__c` and `a__b` + `c` are both `mcp__a__b__c`): each such holder
+   * gives up its entries, and its listing waits as pending, exactly as if
+   * `owner` had connected first.
+   */
+  private evictNameHolders(owner: string, yields: readonly Yielded[]): void {
+    const byHolder = new Map<string, Yielded[]>();
+    for (const y of yields) byHolder.set(y.holder, [...(byHolder.get(y.holder) ?? []), y]);
+    for (const [holder, lost] of byHolder) {
+      if (!this.claimsPrefix(holder)) continue; // already taken out (a prefix mate)
+      const problems = lost.map((y) => nameProblem(y.kind, y.name, holder, y.holderRawName, owner, y.rawName));
+      const details: Record<string, unknown> = { server: holder };
+      for (const kind of ['tool', 'prompt'] as const) {
+        const taken = lost.filter((y) => y.kind === kind).map((y) => ({ name: y.name, rawName: y.holderRawName, owner, ownerRawName: y.rawName }));
+        if (taken.length > 0) details[`taken_${kind}s`] = taken;
+      }
+      this.evict(
+        holder,
+        new McpReconcilerError(ErrorCode.ToolConflict, `MCP server "${holder}" lost its tools and prompts to "${owner}": ${problems.join('; ')}.`, {
+          hint: NAME_HINT,
+          details,
+        }),
+      );
+    }
+  }
+
+  /** Take every entry of `mate` out; its listing waits as pending with `error` (retried when names free up). */
+  private evict(mate: string, error: McpReconcilerError): void {
+    const rec = this.records.get(mate)!;
+    const tools = rec.pending?.tools ?? rec.rawTools;
+    const prompts = rec.pending?.prompts ?? rec.rawPrompts;
+    rec.pending = { error };
+    if (tools) rec.pending.tools = tools;
+    if (prompts) rec.pending.prompts = prompts;
+    const beforeTools = rec.tools;
+    const beforePrompts = rec.prompts;
+    for (const t of rec.tools) this.toolIndex.delete(t.name);
+    for (const p of rec.prompts) this.promptIndex.delete(p.name);
+    rec.tools = [];
+    rec.prompts = [];
+    rec.skipped = [];
+    delete rec.rawTools;
+    delete rec.rawPrompts;
+    this.emit(mate, diffNames(beforeTools, []), diffNames(beforePrompts, []));
   }
 
   /** Registered entries for the given listings, or the conflict that forbids them. */
   private build(server: string, tools: Listing<Tool> | undefined, prompts: Listing<Prompt> | undefined): Built | McpReconcilerError {
     const problems: string[] = [];
     const details: Record<string, unknown> = { server };
-    const out: Built = {};
+    const out: Built = { yields: [] };
     const owner = this.prefixMates(server).find((m) => compareCodePoints(m, server) < 0 && this.claimsPrefix(m));
     if (owner !== undefined) {
       problems.push(prefixProblem(server, owner));
@@ -522,6 +616,7 @@ export class ToolRegistry {
     }
     // Names held by a later-sorting server with the same prefix are not a clash: it yields them.
     const yielding = new Set(this.prefixMates(server).filter((m) => compareCodePoints(m, server) > 0));
+    const yields: Yielded[] = [];
     if (tools) {
       const filter = this.filters.get(server) ?? {};
       const registered: RegisteredTool[] = [];
@@ -536,20 +631,24 @@ export class ToolRegistry {
         if (taskSupportOf(tool) === 'required') skipped.push({ rawName: tool.name, reason: TASK_REQUIRED_REASON });
         else registered.push(toRegisteredTool(server, tool, tools.generation, tools.cached));
       }
-      this.findConflicts('tool', server, passed, registered, this.toolIndex, problems, details, yielding);
+      // A filter that names an invalid tool hides it like any other: the user chose not to have it.
+      for (const bad of tools.invalid ?? []) {
+        const hidden = filterReason(bad.rawName, filter);
+        skipped.push(hidden ? { rawName: bad.rawName, reason: hidden } : { rawName: bad.rawName, reason: bad.reason, invalid: true });
+      }
+      this.findConflicts('tool', server, passed, registered, this.toolIndex, problems, details, yielding, yields);
       out.tools = { registered, skipped };
       details.generation = tools.generation;
     }
     if (prompts) {
       const registered = prompts.list.map((p) => toRegisteredPrompt(server, p, prompts.generation, prompts.cached));
-      this.findConflicts('prompt', server, prompts.list, registered, this.promptIndex, problems, details, yielding);
+      this.findConflicts('prompt', server, prompts.list, registered, this.promptIndex, problems, details, yielding, yields);
       out.prompts = registered;
       details.generation ??= prompts.generation;
     }
-    if (problems.length === 0) return out;
-    const rec = this.records.get(server);
-    const kept = rec && (rec.tools.length > 0 || rec.prompts.length > 0) ? 'its previously registered tools and prompts stay' : 'nothing was registered';
-    return new McpReconcilerError(ErrorCode.ToolConflict, `MCP server "${server}" listing rejected: ${problems.join('; ')}. None of this listing was registered; ${kept}.`, {
+    if (problems.length === 0) return { ...out, yields };
+    // What becomes of the server's earlier entries is the caller's to say: the controller closes the generation.
+    return new McpReconcilerError(ErrorCode.ToolConflict, `MCP server "${server}" listing rejected: ${problems.join('; ')}. None of this listing was registered.`, {
       hint: 'Fix the server so its names are unique, rename one of the clashing servers in the config, or hide the clashing tools with excludeTools.',
       details,
     });
@@ -564,6 +663,7 @@ export class ToolRegistry {
     problems: string[],
     details: Record<string, unknown>,
     yielding: ReadonlySet<string>,
+    yields: Yielded[],
   ): void {
     const seen = new Set<string>();
     const duplicates = new Set<string>();
@@ -583,11 +683,12 @@ export class ToolRegistry {
     const taken: { name: string; rawName: string; owner: string; ownerRawName: string }[] = [];
     for (const r of registered) {
       const owner = index.get(r.name);
-      if (owner && owner.server !== server && !yielding.has(owner.server)) taken.push({ name: r.name, rawName: r.rawName, owner: owner.server, ownerRawName: owner.rawName });
+      if (!owner || owner.server === server || yielding.has(owner.server)) continue;
+      // The fixed rule, as for prefixes: the server first in code-point order owns a contested name.
+      if (compareCodePoints(owner.server, server) > 0) yields.push({ kind, name: r.name, rawName: r.rawName, holder: owner.server, holderRawName: owner.rawName });
+      else taken.push({ name: r.name, rawName: r.rawName, owner: owner.server, ownerRawName: owner.rawName });
     }
-    for (const t of taken) {
-      problems.push(`${kind} "${t.rawName}" would be registered as ${t.name}, which MCP server "${t.owner}" already owns (its ${kind} "${t.ownerRawName}")`);
-    }
+    for (const t of taken) problems.push(nameProblem(kind, t.name, server, t.rawName, t.owner, t.ownerRawName));
     if (taken.length > 0) details[`taken_${kind}s`] = taken;
   }
 

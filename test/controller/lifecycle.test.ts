@@ -168,6 +168,31 @@ describe('decisions before start()', () => {
   });
 });
 
+describe('reload() before start()', () => {
+  it('re-reads the config and connects nothing; start() then connects', async () => {
+    const ws = h.workspace();
+    ws.writeUserSettings({ mcpServers: { first: stdioFixtureConfig('basic-server') } });
+    const c = h.controller(ws);
+    await c.reload();
+    expect(c.pids()).toEqual([]);
+    expect(c.status()).toEqual([]);
+    expect(Object.keys(c.config().desired)).toEqual(['first']);
+
+    // A second reload sees the file as it is now, and still starts nothing.
+    ws.writeUserSettings({ mcpServers: { first: stdioFixtureConfig('basic-server'), second: stdioFixtureConfig('basic-server') } });
+    await c.reload();
+    expect(c.pids()).toEqual([]);
+    expect(c.status()).toEqual([]);
+    expect(Object.keys(c.config().desired).sort()).toEqual(['first', 'second']);
+
+    await c.start();
+    expect(c.status().map((r) => [r.name, r.state])).toEqual([
+      ['first', 'connected'],
+      ['second', 'connected'],
+    ]);
+  });
+});
+
 describe('event names', () => {
   it('are a closed, type-checked set', () => {
     const ws = h.workspace();

@@ -79,6 +79,9 @@ describe('conflicts reject the whole generation', () => {
     expect(c.tools()).toEqual([]);
     expect(removed.sort()).toEqual(['mcp__dup__echo', 'mcp__dup__ping']);
     expect(r.lastError).toMatch(/tool_conflict: .*"echo" more than once/);
+    // The message says what happened to the old tools: they left with the generation.
+    expect(r.lastError).not.toContain('previously registered tools and prompts stay');
+    expect(r.lastError).toContain('Its connection is closed and none of its tools or prompts stay registered');
     const err = await rejection(c.callTool('mcp__dup__ping', {}));
     expect(err.code).toBe('unknown_tool');
     expect(err.message).toMatch(/"dup" failed/);
@@ -126,6 +129,38 @@ describe('conflicts reject the whole generation', () => {
     expect(toolNames(c)).toEqual([...before.tools].sort());
     expect(row(c, 'a_b')).toMatchObject({ pid: undefined, tools: [] });
     expect(row(c, 'a_b').lastError).toMatch(/"a_b" and "a\.b" both become the tool prefix mcp__a_b__/);
+  });
+});
+
+describe('a registered name two servers produce alike (`a` + `b__c`, `a__b` + `c`)', () => {
+  it.each([
+    ['a', 'a__b'],
+    ['a__b', 'a'],
+  ] as const)('%s connects first, %s later: "a" owns mcp__a__b__c either way, "a__b" fails naming both', async (first, second) => {
+    const ws = h.workspace();
+    const gate = join(ws.root, 'start-gate');
+    const toolNamesOf = { a: 'b__c,only_a', a__b: 'c,only_ab' } as const;
+    // The later one waits for the gate file, so the connect order is fixed without timing.
+    const config = (name: 'a' | 'a__b') =>
+      stdioFixtureConfig('named-tools-server', { env: { TOOL_NAMES: toolNamesOf[name], ...(name === second ? { START_GATE: gate } : {}) } });
+    ws.writeUserSettings({ mcpServers: { a: config('a'), a__b: config('a__b') } });
+    const c = h.controller(ws);
+    const started = c.start();
+    await waitState(c, first, 'connected');
+    expect(c.tools().find((t) => t.name === 'mcp__a__b__c')?.server).toBe(first);
+
+    writeFileSync(gate, '');
+    await started;
+    await waitState(c, 'a', 'connected');
+    await waitState(c, 'a__b', 'failed');
+    expect(toolNames(c)).toEqual(['mcp__a__b__c', 'mcp__a__only_a']);
+    expect(c.tools().every((t) => t.server === 'a')).toBe(true);
+    expect(firstText(await c.callTool('mcp__a__b__c', {}))).toBe('b__c');
+    const loser = row(c, 'a__b');
+    expect(loser).toMatchObject({ reason: 'failed', tools: [], pid: undefined });
+    expect(loser.lastError).toContain('tool "c" of MCP server "a__b" and tool "b__c" of MCP server "a" both become mcp__a__b__c, which "a" owns');
+    expect(loser.lastError).toContain('none of its tools or prompts stay registered');
+    expect(row(c, 'a').lastError).toBeUndefined();
   });
 });
 

@@ -92,6 +92,54 @@ describe('prefix ownership between names that sanitise alike', () => {
   });
 });
 
+describe('ownership of a registered name two servers produce (`a` + `b__c`, `a__b` + `c`)', () => {
+  const clash = {
+    a: { tools: [tool('b__c'), tool('own_a')], prompts: [] },
+    a__b: { tools: [tool('c'), tool('own_ab')], prompts: [] },
+  };
+
+  it.each([
+    ['a', 'a__b'],
+    ['a__b', 'a'],
+  ] as const)('connect order %s then %s: "a" (first in code-point order) owns mcp__a__b__c; "a__b" has nothing registered', (first, second) => {
+    const r = new ToolRegistry();
+    r.commit(first, 1, clash[first]);
+    r.commit(second, 1, clash[second]);
+    expect(r.getTool('mcp__a__b__c')).toMatchObject({ server: 'a', rawName: 'b__c' });
+    expect(outcome(r).tools).toEqual(['a:mcp__a__b__c', 'a:mcp__a__own_a']);
+    expect(r.conflictOf('a')).toBeUndefined();
+    const conflict = r.conflictOf('a__b')!;
+    expect(hasCode(conflict, ErrorCode.ToolConflict)).toBe(true);
+    // The same sentence in both orders: both servers, both raw names, the owner.
+    expect(conflict.message).toContain('tool "c" of MCP server "a__b" and tool "b__c" of MCP server "a" both become mcp__a__b__c, which "a" owns');
+    expect(conflict.details.taken_tools).toEqual([{ name: 'mcp__a__b__c', rawName: 'c', owner: 'a', ownerRawName: 'b__c' }]);
+  });
+
+  it('the owner arriving later takes the name with one change event for the loser, and the loser registers again once the owner is dropped', () => {
+    const r = new ToolRegistry();
+    r.commit('a__b', 1, clash.a__b);
+    const changes: RegistryChange[] = [];
+    r.onChange((c) => changes.push(c));
+    expect(r.commit('a', 1, clash.a).ok).toBe(true);
+    expect(changes.map((c) => [c.server, c.added, c.removed])).toEqual([
+      ['a__b', [], ['mcp__a__b__c', 'mcp__a__b__own_ab']],
+      ['a', ['mcp__a__b__c', 'mcp__a__own_a'], []],
+    ]);
+    expect(r.commit('a__b', 2, clash.a__b).ok).toBe(false);
+    r.drop('a');
+    expect(outcome(r).tools).toEqual(['a__b:mcp__a__b__c', 'a__b:mcp__a__b__own_ab']);
+    expect(r.conflictOf('a__b')).toBeUndefined();
+  });
+
+  it('prompts follow the same rule', () => {
+    const r = new ToolRegistry();
+    r.commit('a__b', 1, { tools: [], prompts: [prompt('c')] });
+    expect(r.commit('a', 1, { tools: [], prompts: [prompt('b__c')] }).ok).toBe(true);
+    expect(r.getPrompt('mcp__a__b__c')?.server).toBe('a');
+    expect(r.conflictOf('a__b')?.message).toContain('prompt "c" of MCP server "a__b" and prompt "b__c" of MCP server "a" both become mcp__a__b__c');
+  });
+});
+
 describe('nameCollisionIssues', () => {
   const entry = (name: string, source: string, disabled = false): DesiredServer => ({
     name,

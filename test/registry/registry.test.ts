@@ -118,7 +118,7 @@ describe('conflicts reject the whole generation', () => {
     expect(result.ok).toBe(false);
     expect(r.tools()).toEqual([]);
     expect(r.prompts()).toEqual([]);
-    expect(!result.ok && result.error.message).toContain('nothing was registered');
+    expect(!result.ok && result.error.message).toContain('None of this listing was registered.');
   });
 
   it('duplicate prompt names reject the tools of the same generation too', () => {
@@ -148,7 +148,7 @@ describe('conflicts reject the whole generation', () => {
     if (result.ok) return;
     expect(result.error.code).toBe('tool_conflict');
     expect(result.error.message).toContain('MCP server "a__b"');
-    expect(result.error.message).toContain('mcp__a__b__c, which MCP server "a" already owns');
+    expect(result.error.message).toContain('tool "c" of MCP server "a__b" and tool "b__c" of MCP server "a" both become mcp__a__b__c, which "a" owns');
     expect(result.error.details.taken_tools).toEqual([{ name: 'mcp__a__b__c', rawName: 'c', owner: 'a', ownerRawName: 'b__c' }]);
     expect(snapshot(r)).toEqual(before);
     expect(r.getTool('mcp__a__b__c')?.server).toBe('a');
@@ -158,7 +158,7 @@ describe('conflicts reject the whole generation', () => {
     const r = new ToolRegistry();
     r.commit('a', 1, { tools: [], prompts: [prompt('b__c')] });
     const result = r.commit('a__b', 1, { tools: [tool('t')], prompts: [prompt('c')] });
-    expect(!result.ok && result.error.message).toContain('prompt "c" would be registered as mcp__a__b__c');
+    expect(!result.ok && result.error.message).toContain('prompt "c" of MCP server "a__b" and prompt "b__c" of MCP server "a" both become mcp__a__b__c');
     expect(r.toolsOf('a__b')).toEqual([]);
   });
 
@@ -311,7 +311,8 @@ describe('include/exclude filters', () => {
     const widened = r.setFilter('a__b', {});
     expect(widened.changed).toBe(false);
     expect(widened.error?.code).toBe('tool_conflict');
-    expect(widened.error?.message).toContain('MCP server "a" already owns');
+    expect(widened.error?.message).toContain('which "a" owns');
+    expect(widened.error?.message).toContain('Its previously registered tools stay');
     expect(r.toolsOf('a__b').map((t) => t.rawName)).toEqual(['d']);
     expect(r.conflictOf('a__b')).toBe(widened.error);
 

@@ -24,6 +24,11 @@ export function statusTable(rows: readonly ServerStatus[], root: string, home: s
   ]);
 }
 
+/** One warning per listed tool that was not registered because its definition is invalid (the server's bug; its other tools work). */
+export function invalidToolWarnings(rows: readonly ServerStatus[]): string[] {
+  return rows.flatMap((r) => r.skippedTools.filter((t) => t.invalid).map((t) => `MCP server "${r.name}": tool "${t.rawName}" is not registered: ${t.reason}`));
+}
+
 async function run(ctx: CliContext): Promise<number> {
   const issues: ConfigIssue[] = [];
   const readyTimeoutMs = parseTimeoutMs(ctx.values);
@@ -35,6 +40,7 @@ async function run(ctx: CliContext): Promise<number> {
   } else {
     ctx.io.stdout.write(`${statusTable(rows, ctx.global.root, ctx.global.home)}\n`);
     for (const i of issues) ctx.io.stderr.write(`warning: ${formatIssue(i)}\n`);
+    for (const w of invalidToolWarnings(rows)) ctx.io.stderr.write(`warning: ${w}\n`);
     const pending = rows.filter((r) => r.reason === 'pending_approval').map((r) => r.name);
     // Shell-quoted: a name from a checked-in file must be safe to paste after `approve`.
     if (pending.length === 1) ctx.io.stderr.write(`hint: ${shellQuote(pending[0]!)} waits for approval: mcp-reconciler approve ${shellQuote(pending[0]!)}\n`);
