@@ -1,6 +1,7 @@
 import type { ApprovalDecision, DesiredMap, ServerConfig } from '../../machines/types.js';
 import { connectionIdentity } from '../gating/fingerprint.js';
 import { identityOf, stableHash } from '../util/stable-hash.js';
+import { getOwn, setOwn } from '../config/own.js';
 
 /**
  * Stable hash of what an approval is about (SPEC §4, narrowed by issue 15):
@@ -35,9 +36,9 @@ export function configHash(config: ServerConfig): string {
 export function decisionsFor(stored: Readonly<Record<string, ApprovalDecision>>, desired: DesiredMap): Record<string, ApprovalDecision> {
   const out: Record<string, ApprovalDecision> = {};
   for (const [name, d] of Object.entries(stored)) {
-    const entry = Object.hasOwn(desired, name) ? desired[name] : undefined;
+    const entry = getOwn(desired, name);
     const current = entry && d.hash !== entry.hash && d.hash === (entry.configHash ?? configHash(entry.config)) ? entry.hash : d.hash;
-    out[name] = { hash: current, decision: d.decision };
+    setOwn(out, name, { hash: current, decision: d.decision });
   }
   return out;
 }

@@ -5,6 +5,7 @@ import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { withFileLock, type FileLockOptions } from './lock.js';
+import { getOwn, setOwn } from '../config/own.js';
 
 /** One stored decision, bound to the config hash it was made for (SPEC §4). */
 export interface ApprovalRecord {
@@ -162,7 +163,7 @@ async function writeTarget(path: string): Promise<string> {
 
 function copyDecisions(records: Readonly<Record<string, ApprovalRecord>> | undefined): Record<string, ApprovalRecord> {
   const out: Record<string, ApprovalRecord> = {};
-  for (const [server, r] of Object.entries(records ?? {})) out[server] = { hash: r.hash, decision: r.decision, at: r.at };
+  for (const [server, r] of Object.entries(records ?? {})) setOwn(out, server, { hash: r.hash, decision: r.decision, at: r.at });
   return out;
 }
 
@@ -191,7 +192,7 @@ export class FileApprovalStore implements ApprovalStore {
       const key = await canonicalRoot(root);
       const read = await this.read();
       if ('error' in read) return { decisions: {}, error: read.error };
-      return { decisions: copyDecisions(read.doc.roots[key]) };
+      return { decisions: copyDecisions(getOwn(read.doc.roots, key)) };
     } catch (err) {
       // Fail closed on anything unforeseen, too: no decisions, never a throw.
       return { decisions: {}, error: this.storeError(`Cannot read the approvals file ${this.path}: ${describeError(err)}`, err) };
@@ -235,7 +236,7 @@ export class FileApprovalStore implements ApprovalStore {
         const roots = read.doc.roots;
         const next: StoreFile = {
           version: 1,
-          roots: { ...roots, [key]: { ...(roots[key] ?? {}), [server]: { hash: record.hash, decision: record.decision, at: record.at } } },
+          roots: { ...roots, [key]: { ...(getOwn(roots, key) ?? {}), [server]: { hash: record.hash, decision: record.decision, at: record.at } } },
         };
         await this.writeAtomic(target, `${JSON.stringify(next, null, 2)}\n`);
       },

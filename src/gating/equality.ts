@@ -1,6 +1,7 @@
 import deepEqual from 'fast-deep-equal';
 import type { ServerConfig } from '../../machines/types.js';
 import { identityOf, normalise } from '../util/stable-hash.js';
+import { setOwn } from '../config/own.js';
 
 /** Gating lists as read from settings (before the CLI bound is applied). */
 export interface GatingLists {
@@ -20,7 +21,7 @@ function normaliseServers(servers: Readonly<Record<string, ServerConfig>> | unde
       if (v && typeof v === 'object' && Object.keys(v).length === 0) delete n[k];
     }
     if (instance !== null && typeof instance === 'object') n.instance = identityOf(instance);
-    out[name] = n;
+    setOwn(out, name, n);
   }
   return out;
 }

@@ -3,6 +3,7 @@ import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { describeError } from '../errors.js';
 import type { RegisteredTool } from './registry.js';
+import { getOwn } from '../config/own.js';
 
 /** `_meta` key under which a rejected result keeps what the tool returned. */
 export const OUTPUT_CONTRACT_META_KEY = 'mcp-reconciler/output-contract';
@@ -37,8 +38,9 @@ function extraPropertiesAt(schema: unknown, data: unknown, pointer: string): str
       s = s.items;
       d = d[Number(seg)];
     } else if (isObject(d)) {
-      s = isObject(s.properties) ? s.properties[seg] : undefined;
-      d = d[seg];
+      // Own keys only: a field may be called `constructor`.
+      s = isObject(s.properties) ? getOwn(s.properties, seg) : undefined;
+      d = getOwn(d, seg);
     } else return undefined;
   }
   // Only the plain case is named; patternProperties and combinators are left to the generic message.
