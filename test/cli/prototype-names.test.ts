@@ -43,8 +43,9 @@ describe('server names that are Object.prototype members', () => {
 
     const status = await bin(ws, 'status', '--json');
     expect(status.code, status.stderr).toBe(0);
-    const rows = (JSON.parse(status.stdout) as { servers: { name: string; state: string; scope: string }[] }).servers;
-    for (const name of RUNNABLE) expect(rows.find((s) => s.name === name)).toMatchObject({ name, state: 'connected', scope: 'project' });
+    const doc = JSON.parse(status.stdout) as { servers: { name: string; state: string; scope: string }[]; issues: { server?: string; message: string }[] };
+    for (const name of RUNNABLE) expect(doc.servers.find((s) => s.name === name)).toMatchObject({ name, state: 'connected', scope: 'project' });
+    expect(doc.issues).toEqual([expect.objectContaining({ server: '__proto__', message: expect.stringContaining('rename it') })]);
 
     for (const name of RUNNABLE) {
       const why = await bin(ws, 'why', name, '--json');
@@ -52,12 +53,17 @@ describe('server names that are Object.prototype members', () => {
       expect(JSON.parse(why.stdout)).toMatchObject({ kind: 'server', name });
     }
 
+    // Configured, approved, but never run: why says so, not "no server named".
+    const proto = await bin(ws, 'why', '__proto__', '--json');
+    expect(proto.code, proto.stderr).toBe(0);
+    expect(JSON.parse(proto.stdout)).toMatchObject({ kind: 'server', name: '__proto__', message: expect.stringContaining('rename it') });
+
     for (const verb of ['why', 'approve', 'reject']) {
       const r = await bin(ws, verb, 'valueOf');
       expect(r.code, `${verb} valueOf`).not.toBe(0);
       expect(r.stderr).toMatch(/no MCP server (or tool )?named "valueOf"/);
     }
-  });
+  }, 300_000);
 
   it('the library approves each one, names them in status and why, and refuses valueOf as unknown', async () => {
     const ws = h.workspace('mcp-proto-names-');
@@ -86,5 +92,5 @@ describe('server names that are Object.prototype members', () => {
     await c.approve('__proto__', { persist: false });
     await waitFor(() => c.status().find((s) => s.name === 'toString')?.state === 'connected', 'toString to connect on its session approval', 30_000);
     expect(c.status().map((s) => s.name).sort()).toEqual([...RUNNABLE].sort());
-  });
+  }, 120_000);
 });
