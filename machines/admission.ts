@@ -1,3 +1,4 @@
+import { getOwn } from './own.js';
 import { GATED_SCOPES, type DesiredServer, type GatingState } from './types.js';
 
 /** The outcome of admission; anything but `admitted` is also the server's resting state. */
@@ -20,7 +21,7 @@ export function isGated(entry: Pick<DesiredServer, 'scope'>): boolean {
 
 /** `approved`/`rejected` when a decision exists for the current hash, else `pending`. */
 export function approvalStateOf(entry: Pick<DesiredServer, 'name' | 'hash'>, gating: Pick<GatingState, 'approvals'>): ApprovalState {
-  const d = gating.approvals[entry.name];
+  const d = getOwn(gating.approvals, entry.name);
   if (!d || d.hash !== entry.hash) return 'pending';
   return d.decision;
 }

@@ -6,6 +6,7 @@
  * `snapshot.children[name]` (and `context.servers[name]`).
  */
 import { enqueueActions, setup } from 'xstate';
+import { getOwn, setOwn } from './own.js';
 import { resolveBackoff, serverMachine, type ServerActorRef, type ServerInput } from './server.machine.js';
 import type { ApprovalDecision, BackoffPolicy, DesiredMap, DesiredServer, GatingState, LifecyclePolicy } from './types.js';
 
@@ -88,8 +89,8 @@ export function sameGating(a: GatingState, b: GatingState): boolean {
   if (!sameSet(a.excluded, b.excluded)) return false;
   const names = new Set([...Object.keys(a.approvals), ...Object.keys(b.approvals)]);
   for (const name of names) {
-    const x = a.approvals[name];
-    const y = b.approvals[name];
+    const x = getOwn(a.approvals, name);
+    const y = getOwn(b.approvals, name);
     if (x?.hash !== y?.hash || x?.decision !== y?.decision) return false;
   }
   return true;
@@ -108,7 +109,7 @@ function levelsOf(context: ReconcilerContext, event: ReconcilerEvent | InitEvent
       return { desired: context.desired, gating: event.gating };
     case 'APPROVAL': {
       const approvals = { ...context.gating.approvals };
-      if (event.decision) approvals[event.name] = event.decision;
+      if (event.decision) setOwn(approvals, event.name, event.decision);
       else delete approvals[event.name];
       return { desired: context.desired, gating: { ...context.gating, approvals } };
     }
@@ -186,13 +187,13 @@ export const reconcilerMachine = setup({
     }),
     reconnect: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'RECONNECT') return;
-      const ref = context.servers[event.name];
+      const ref = getOwn(context.servers, event.name);
       if (ref) enqueue.sendTo(ref, { type: 'RECONNECT' });
     }),
     /** New OAuth tokens for one server: it leaves `needs_auth` (other states ignore it). */
     authenticated: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'AUTHENTICATED') return;
-      const ref = context.servers[event.name];
+      const ref = getOwn(context.servers, event.name);
       if (ref) enqueue.sendTo(ref, { type: 'AUTHENTICATED' });
     }),
     removeAll: enqueueActions(({ context, enqueue }) => {

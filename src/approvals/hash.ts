@@ -1,5 +1,6 @@
-import type { ApprovalDecision, DesiredMap, ServerConfig } from '../../machines/types.js';
+import type { ApprovalDecision, DesiredMap } from '../../machines/types.js';
 import { configHash } from '../config/identity.js';
+import { getOwn, setOwn } from '../util/own.js';
 
 /**
  * Stored decisions as they apply to `desired`: a decision recorded under
@@ -9,9 +10,9 @@ import { configHash } from '../config/identity.js';
 export function decisionsFor(stored: Readonly<Record<string, ApprovalDecision>>, desired: DesiredMap): Record<string, ApprovalDecision> {
   const out: Record<string, ApprovalDecision> = {};
   for (const [name, d] of Object.entries(stored)) {
-    const entry = Object.hasOwn(desired, name) ? desired[name] : undefined;
+    const entry = getOwn(desired, name);
     const current = entry && d.hash !== entry.hash && d.hash === (entry.configHash ?? configHash(entry.config)) ? entry.hash : d.hash;
-    out[name] = { hash: current, decision: d.decision };
+    setOwn(out, name, { hash: current, decision: d.decision });
   }
   return out;
 }

@@ -1,5 +1,6 @@
 import { approvalStateOf, isGated, type ApprovalState } from '../../machines/admission.js';
 import type { ApprovalDecision, DesiredMap } from '../../machines/types.js';
+import { setOwn } from '../util/own.js';
 
 /**
  * Approval state of every gated server in `desired` for its current config
@@ -12,8 +13,8 @@ export function approvalStates(
 ): Record<string, ApprovalState> {
   const out: Record<string, ApprovalState> = {};
   for (const name of Object.keys(desired).sort()) {
-    const entry = desired[name]!;
-    if (isGated(entry)) out[name] = approvalStateOf(entry, { approvals: decisions });
+    const entry = desired[name]!; // an own key: it came from Object.keys
+    if (isGated(entry)) setOwn(out, name, approvalStateOf(entry, { approvals: decisions }));
   }
   return out;
 }

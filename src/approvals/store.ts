@@ -5,6 +5,7 @@ import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { withFileLock, type FileLockOptions } from '../util/file-lock.js';
 import { appDir, isPlainObject, writeFileAtomic } from '../util/persist.js';
 import { untrustedFile } from '../util/file-trust.js';
+import { getOwn, setOwn } from '../util/own.js';
 
 /** One stored decision, bound to the config hash it was made for (SPEC §4). */
 export interface ApprovalRecord {
@@ -137,7 +138,7 @@ async function writeTarget(path: string): Promise<string> {
 
 function copyDecisions(records: Readonly<Record<string, ApprovalRecord>> | undefined): Record<string, ApprovalRecord> {
   const out: Record<string, ApprovalRecord> = {};
-  for (const [server, r] of Object.entries(records ?? {})) out[server] = { hash: r.hash, decision: r.decision, at: r.at };
+  for (const [server, r] of Object.entries(records ?? {})) setOwn(out, server, { hash: r.hash, decision: r.decision, at: r.at });
   return out;
 }
 
@@ -166,7 +167,7 @@ export class FileApprovalStore implements ApprovalStore {
       const key = await canonicalRoot(root);
       const read = await this.read();
       if ('error' in read) return { decisions: {}, error: read.error };
-      return { decisions: copyDecisions(read.doc.roots[key]) };
+      return { decisions: copyDecisions(getOwn(read.doc.roots, key)) };
     } catch (err) {
       // Fail closed on anything unforeseen, too: no decisions, never a throw.
       return { decisions: {}, error: this.storeError(`Cannot read the approvals file ${this.path}: ${describeError(err)}`, err) };
@@ -210,7 +211,7 @@ export class FileApprovalStore implements ApprovalStore {
         const roots = read.doc.roots;
         const next: StoreFile = {
           version: 1,
-          roots: { ...roots, [key]: { ...(roots[key] ?? {}), [server]: { hash: record.hash, decision: record.decision, at: record.at } } },
+          roots: { ...roots, [key]: { ...(getOwn(roots, key) ?? {}), [server]: { hash: record.hash, decision: record.decision, at: record.at } } },
         };
         await this.writeAtomic(target, `${JSON.stringify(next, null, 2)}\n`);
       },

@@ -28,7 +28,7 @@ import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import { CrossAppAccessProvider, type AuthorizationGrantHandler } from './cross-app-access.js';
 import { startLoopback, type LoopbackReceiver } from './loopback.js';
 import { clientCredentialsProvider, StoredOAuthProvider } from './oauth-provider.js';
-import { credentialKey, type TokenStore } from './token-store.js';
+import { credentialKey, serializeInProcess, type TokenStore } from './token-store.js';
 import { hasUserAuthorization, isServerOAuth } from './applies.js';
 import { AuthorizationServerRefused, hasClientSecret, requireBoundIssuer, requireSecureEndpoint } from './authorization-server.js';
 
@@ -122,16 +122,26 @@ export class OAuthManager {
     const serverUrl = entry.config.url!;
     return (next) => async (input, init) => {
       const session = await this.session(name, entry);
+      const provider = session.machine ?? session.provider;
+      let sent: string | undefined;
       const send = async (): Promise<Response> => {
         const headers = new Headers(init?.headers);
-        const tokens = await (session.machine ?? session.provider)?.tokens();
-        if (tokens?.access_token) headers.set('Authorization', `Bearer ${tokens.access_token}`);
+        const tokens = await provider?.tokens();
+        sent = tokens?.access_token || undefined;
+        if (sent) headers.set('Authorization', `Bearer ${sent}`);
         return next(input, { ...init, headers });
       };
-      const response = await send();
-      const challenge = this.challengeOf(response, session);
+      let response = await send();
+      let challenge = this.challengeOf(response, session);
       if (!challenge) return response;
-      const ok = await this.respond(name, entry, session, serverUrl, challenge, next, this.opts.onAuthorizationUrl);
+      if (response.status === 401 && (await this.storeHasNewerToken(session, sent))) {
+        // Another process sharing the store refreshed while this request was out.
+        await response.body?.cancel().catch(() => {});
+        response = await send();
+        challenge = this.challengeOf(response, session);
+        if (!challenge) return response;
+      }
+      const ok = await this.respond(name, entry, session, serverUrl, challenge, next, this.opts.onAuthorizationUrl, undefined, sent);
       if (!ok) return response;
       await response.body?.cancel().catch(() => {});
       return send();
@@ -330,6 +340,7 @@ export class OAuthManager {
     fetchFn: FetchLike,
     handler: AuthorizationUrlHandler | undefined,
     explicit?: { wait: true; signal?: AbortSignal; timeoutMs: number; interactive: true },
+    rejectedToken?: string,
   ): Promise<boolean> {
     const base = {
       serverUrl,
@@ -379,14 +390,11 @@ export class OAuthManager {
     }
     provider.bindIssuer(checked.issuer);
     const guarded = { ...base, fetchFn: checked.fetchFn };
-    if (!interactive) {
-      try {
-        return (await auth(provider, guarded)) === 'AUTHORIZED';
-      } catch (err) {
-        session.lastError = describeError(err);
-        return false;
-      }
+    if (!explicit && provider.canRefresh) {
+      if (await this.refreshShared(session, provider, guarded, rejectedToken)) return true;
     }
+    // Nobody to show a URL to: only a refresh could have helped.
+    if (!interactive) return false;
     return this.interactive(name, entry, session, provider, guarded, handler, explicit);
   }
 
@@ -455,6 +463,51 @@ export class OAuthManager {
     if (session.provider) return session.provider.recordAuthorizationServer(issuer);
     // Machine-to-machine tokens live in memory; the record holds only the binding.
     await this.opts.store.update(session.key, (r) => ({ ...(r?.configClientId === config.clientId ? r : {}), configClientId: config.clientId!, authorizationServer: issuer }));
+  }
+
+  /**
+   * Whether the store now holds an access token other than `rejected` (the
+   * one a server just answered 401 to): another process sharing the store
+   * refreshed meanwhile.
+   */
+  private async storeHasNewerToken(session: Session & { lastError?: string }, rejected: string | undefined): Promise<boolean> {
+    const provider = session.provider;
+    if (!provider || !rejected || session.flow) return false;
+    try {
+      await provider.load();
+    } catch (err) {
+      session.lastError = describeError(err);
+      return false;
+    }
+    const current = provider.tokens()?.access_token;
+    return current !== undefined && current !== '' && current !== rejected;
+  }
+
+  /**
+   * Refresh under the store's lock, so that of several processes sharing a
+   * rotating refresh token only one spends it: after taking the lock the
+   * store is read again, and tokens someone else stored meanwhile are used
+   * instead of refreshing (a second use of the old refresh token would be
+   * `invalid_grant`, and the SDK would then drop every token).
+   */
+  private async refreshShared(
+    session: Session & { lastError?: string },
+    provider: StoredOAuthProvider,
+    base: { serverUrl: string; resourceMetadataUrl?: URL; scope?: string; fetchFn: FetchLike },
+    rejected: string | undefined,
+  ): Promise<boolean> {
+    const store = this.opts.store;
+    const refresh = async (): Promise<boolean> => {
+      if (await this.storeHasNewerToken(session, rejected)) return true;
+      if (!provider.canRefresh) return false;
+      return (await auth(provider.refreshOnly(), base)) === 'AUTHORIZED';
+    };
+    try {
+      return await (store.lock ? store.lock(session.key, refresh) : serializeInProcess(store, session.key, refresh));
+    } catch (err) {
+      session.lastError = describeError(err);
+      return false;
+    }
   }
 
   private async interactive(

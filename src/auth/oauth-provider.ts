@@ -90,6 +90,28 @@ export class StoredOAuthProvider implements OAuthClientProvider {
     return typeof this.record.tokens?.refresh_token === 'string';
   }
 
+  /**
+   * This provider for an `auth()` call that may only refresh: it never
+   * reaches the browser step, and a rejected registration stops the call
+   * instead of registering again with a redirect URI nobody serves (the
+   * interactive flow registers with its own).
+   */
+  refreshOnly(): OAuthClientProvider {
+    return new Proxy(this, {
+      get: (target, prop) => {
+        if (prop === 'redirectToAuthorization') return async (): Promise<void> => {};
+        if (prop === 'invalidateCredentials') {
+          return async (scope: 'all' | 'client' | 'tokens' | 'verifier' | 'discovery'): Promise<void> => {
+            if (scope === 'all' || scope === 'client') throw new Error('the authorization server rejected the client registration; sign in again');
+            await target.invalidateCredentials(scope);
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  }
+
   /** Use `url` as the redirect URI and `handler` for the browser step, until {@link endInteractive}. */
   beginInteractive(url: string, handler: RedirectHandler): void {
     this.redirect = url;

@@ -49,6 +49,33 @@ export interface TokenStore {
   update(key: string, update: (current: StoredCredentials | undefined) => StoredCredentials | undefined): Promise<void>;
   /** Every key that has a record (for `logout --all` and status). */
   keys(): Promise<string[]>;
+  /**
+   * Run `fn` while no other holder of this store's refresh lock for `key`
+   * runs, across processes where the store is shared between them. A
+   * refresh runs under it, so a rotated refresh token is spent once. `fn`
+   * may call {@link update}. Without it, refreshes are serialised within
+   * this process only.
+   */
+  lock?<T>(key: string, fn: () => Promise<T>): Promise<T>;
+}
+
+/** How long a refresh may hold the lock before another process breaks it, and how long others wait for it. */
+const REFRESH_LOCK = { timeoutMs: 30_000, staleMs: 30_000 };
+
+const chains = new WeakMap<object, Map<string, Promise<unknown>>>();
+
+/** Run `fn` after every earlier call for the same `owner` and `key` in this process has settled. */
+export function serializeInProcess<T>(owner: object, key: string, fn: () => Promise<T>): Promise<T> {
+  let byKey = chains.get(owner);
+  if (!byKey) chains.set(owner, (byKey = new Map()));
+  const previous = byKey.get(key) ?? Promise.resolve();
+  const run = previous.then(fn, fn);
+  const tail = run.catch(() => undefined);
+  byKey.set(key, tail);
+  void tail.then(() => {
+    if (byKey.get(key) === tail) byKey.delete(key);
+  });
+  return run;
 }
 
 /**
@@ -105,6 +132,18 @@ export class FileTokenStore implements TokenStore {
       if (next === undefined) delete file.servers[key];
       else file.servers[key] = next;
       await this.write(file);
+    });
+  }
+
+  /**
+   * A lock file of its own (`<file>.refresh.lock`), not the one {@link update}
+   * takes: `fn` saves the refreshed tokens through `update` while holding it.
+   */
+  async lock<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    // In-process first, so controllers of one process queue instead of polling the file.
+    return serializeInProcess(this, key, async () => {
+      await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
+      return withFileLock(`${this.path}.refresh.lock`, fn, REFRESH_LOCK);
     });
   }
 
@@ -176,5 +215,9 @@ export class MemoryTokenStore implements TokenStore {
     const next = update(current ? structuredClone(current) : undefined);
     if (next === undefined) this.records.delete(key);
     else this.records.set(key, structuredClone(next));
+  }
+
+  lock<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    return serializeInProcess(this, key, fn);
   }
 }

@@ -9,6 +9,7 @@ import type { ElicitationAnswer, ElicitationHandler, ElicitationRequest } from '
 import { terminalSafe } from './output.js';
 import type { CliIo } from './command.js';
 import { LineReader, type Stdin } from './line-reader.js';
+import { setOwn } from '../util/own.js';
 
 type FormRequest = Extract<ElicitationRequest, { requestedSchema: unknown }>;
 type Property = FormRequest['requestedSchema']['properties'][string];
@@ -144,7 +145,7 @@ export function terminalElicitation(io: CliIo): ElicitationHandler {
         say(`  no valid answer after ${MAX_TRIES} tries; the request is cancelled\n`);
         return { action: 'cancel' };
       }
-      if ('value' in parsed) content[name] = parsed.value;
+      if ('value' in parsed) setOwn(content, name, parsed.value); // field names come from the server
     }
     const action = await confirm(`Send this to ${who}? [Y/n/c] `, signal);
     if (action === undefined) {

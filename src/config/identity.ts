@@ -7,6 +7,7 @@
 import type { ServerConfig } from '../../machines/types.js';
 import deepEqual from 'fast-deep-equal';
 import { identityOf, normalise, stableHash } from '../util/stable-hash.js';
+import { setOwn } from '../util/own.js';
 
 /** The fields that decide what is connected to (SPEC §2.5). */
 export const CONNECTION_FIELDS = ['type', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'auth', 'oauth', 'fallbackToSse', 'headersHelper'] as const;
@@ -88,7 +89,7 @@ function normaliseServers(servers: Readonly<Record<string, ServerConfig>> | unde
       if (v && typeof v === 'object' && Object.keys(v).length === 0) delete n[k];
     }
     if (instance !== null && typeof instance === 'object') n.instance = identityOf(instance);
-    out[name] = n;
+    setOwn(out, name, n);
   }
   return out;
 }

@@ -5,6 +5,7 @@ import { loadSource, parseSourceText, type InputResolver, type LoadedSource } fr
 import type { Preset } from './presets.js';
 import type { ConfigSource } from './sources.js';
 import type { WatchedFileSet } from './watch-paths.js';
+import { getOwn, setOwn } from '../util/own.js';
 
 /** The `path` of a `--config` source given as inline JSON text rather than a file. */
 export const INLINE_SOURCE_PATH = 'inline';
@@ -126,8 +127,8 @@ export class ConfigReader {
     const badNames = new Set(fresh.issues.map((i) => i.server).filter((n): n is string => n !== undefined));
     const servers = { ...fresh.servers };
     for (const name of badNames) {
-      const keep = prev?.servers[name];
-      if (keep && !(name in servers)) servers[name] = keep;
+      const keep = prev ? getOwn(prev.servers, name) : undefined;
+      if (keep && !Object.hasOwn(servers, name)) setOwn(servers, name, keep);
     }
     // Likewise an invalid `mcp.allowed`/`mcp.excluded` keeps its last good list: reading a
     // typo as "absent" would un-exclude servers (fail open).

@@ -33,6 +33,7 @@ import type { StdioProcessTransport } from './stdio-transport.js';
 import { clientCapabilities, installClientHandlers, type ClientFeatures } from './client-capabilities.js';
 import { abortedError, causeChain, connectError, isPermanentStatus, isSseError, timeoutError } from './errors.js';
 import { LazyJsonSchemaValidator } from './lazy-validator.js';
+import type { HelperHeaders } from './helper-headers.js';
 import { listAll } from './paginate.js';
 import { checkToolDefinitions, type InvalidTool } from './tool-definitions.js';
 import { buildTransport, shouldFallBackToSse, sseTransport, type TransportContext } from './transports.js';
@@ -185,8 +186,8 @@ class Connection implements LiveConnection {
   private readonly seq = { tools: 0, prompts: 0, resources: 0 };
   private failConnect: ((err: unknown) => void) | undefined;
   private shutdownPromise: Promise<void> | undefined;
-  /** What the entry's `headersHelper` printed for this connect; merged over `headers`, never logged. */
-  private helperHeaders: Record<string, string> = {};
+  /** What the entry's `headersHelper` printed (re-run after a 401 once connected); merged over `headers`, never logged. */
+  private helper: HelperHeaders | undefined;
   /** What building (and re-building, for the SSE fallback) a transport needs. */
   private readonly transportContext: TransportContext;
 
@@ -226,6 +227,10 @@ class Connection implements LiveConnection {
       onSessionLoss: (loss) => this.sessionGone(loss),
       onTransport: (transport) => {
         this.transport = transport;
+      },
+      // Kept for the message of a loss that may follow; the request itself fails with its 401.
+      onHelperRerunFailed: (err) => {
+        this.lastTransportError = causeChain(err);
       },
     };
   }
@@ -280,6 +285,7 @@ class Connection implements LiveConnection {
       await this.initialList(race, deadline.signal, openTimeout);
       if (deadline.signal.aborted) throw deadline.signal.reason;
       this.state = 'ready';
+      this.helper?.arm();
     } catch (err) {
       await this.shutdown();
       if (timedOut) throw timeoutError(this.name, this.timeoutMs, err, (m) => this.withStderr(m));
@@ -422,7 +428,7 @@ class Connection implements LiveConnection {
 
   private async buildTransport(): Promise<Transport> {
     const built = await buildTransport(this.transportContext);
-    this.helperHeaders = built.helperHeaders;
+    this.helper = built.helper;
     this.stdio = built.stdio;
     this.http = built.http;
     return built.transport;
@@ -438,7 +444,7 @@ class Connection implements LiveConnection {
     this.permanentStatus = undefined;
     this.lastTransportError = undefined;
     this.used = 'sse';
-    this.transport = await sseTransport(this.transportContext, this.helperHeaders);
+    this.transport = await sseTransport(this.transportContext, this.helper);
   }
 
   /** Remember a 401 (a connect failure is then needs_auth) and the first status no retry changes. */
@@ -494,6 +500,7 @@ class Connection implements LiveConnection {
 
   private shutdown(): Promise<void> {
     this.shutdownPromise ??= (async () => {
+      this.helper?.close();
       if (this.http?.sessionId !== undefined && !this.sessionDead) {
         const http = this.http;
         await Promise.race([http.terminateSession().catch(() => {}), new Promise((r) => setTimeout(r, TERMINATE_SESSION_MS).unref())]);

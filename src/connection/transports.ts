@@ -13,6 +13,7 @@ import { runHeadersHelper } from './headers-helper.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import type { transportOf } from '../config/identity.js';
 import { childEnv, type EnvPolicy } from './env.js';
+import { HelperHeaders } from './helper-headers.js';
 import { configError, httpStatusOf, isPermanentStatus } from './errors.js';
 import { loadHttpSdk } from './http-sdk.js';
 import type { ProcessTracker } from './processes.js';
@@ -42,6 +43,8 @@ export interface TransportContext {
   onSessionLoss(loss: SessionLoss): void;
   /** Told the transport as soon as it exists, before any await a timeout could cut short, so a close reaches it. */
   onTransport(transport: Transport): void;
+  /** A re-run of the `headersHelper` after a 401 failed (the 401 then stands). */
+  onHelperRerunFailed?(err: unknown): void;
 }
 
 /** A built transport and the concrete kinds the connection needs to reach. */
@@ -49,8 +52,8 @@ export interface BuiltTransport {
   transport: Transport;
   stdio?: StdioProcessTransport;
   http?: StreamableHTTPClientTransport;
-  /** What the entry's `headersHelper` printed for this connect; merged over `headers`, never logged. */
-  helperHeaders: Record<string, string>;
+  /** What the entry's `headersHelper` printed, kept fresh after a 401; merged over `headers`, never logged. */
+  helper?: HelperHeaders;
 }
 
 /** Any object with `connect(transport)`: an SDK `McpServer` or low-level `Server`. */
@@ -69,9 +72,12 @@ function serverEnv(ctx: TransportContext): ReturnType<typeof childEnv> {
 /** Build the transport of `ctx.config` (running its `headersHelper` first for a remote one). */
 export async function buildTransport(ctx: TransportContext): Promise<BuiltTransport> {
   const config = ctx.config;
-  let helperHeaders: Record<string, string> = {};
-  if (config.headersHelper !== undefined && (ctx.kind === 'http' || ctx.kind === 'sse')) {
-    helperHeaders = await runHeadersHelper({ server: ctx.server, url: config.url, command: config.headersHelper, cwd: ctx.cwd, env: serverEnv(ctx), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  let helper: HelperHeaders | undefined;
+  const command = config.headersHelper;
+  if (command !== undefined && (ctx.kind === 'http' || ctx.kind === 'sse')) {
+    const run = (signal: AbortSignal | undefined): Promise<Record<string, string>> =>
+      runHeadersHelper({ server: ctx.server, url: config.url, command, cwd: ctx.cwd, env: serverEnv(ctx), ...(signal ? { signal } : {}) });
+    helper = new HelperHeaders(await run(ctx.signal), run, (err) => ctx.onHelperRerunFailed?.(err));
   }
   switch (ctx.kind) {
     case 'stdio': {
@@ -84,29 +90,29 @@ export async function buildTransport(ctx: TransportContext): Promise<BuiltTransp
         tracker: ctx.tracker,
         ...(ctx.onSpawn ? { onSpawn: ctx.onSpawn } : {}),
       });
-      return { transport: stdio, stdio, helperHeaders };
+      return { transport: stdio, stdio };
     }
     case 'http': {
       const { StreamableHTTPClientTransport } = await loadHttpSdk();
       const http = new StreamableHTTPClientTransport(serverUrl(ctx.server, config.url), {
-        requestInit: { headers: { ...(config.headers ?? {}), ...helperHeaders } },
-        fetch: sessionLossFetch((loss) => ctx.onSessionLoss(loss), recordingFetch(ctx)),
+        requestInit: { headers: { ...(config.headers ?? {}), ...helper?.headers } },
+        fetch: sessionLossFetch((loss) => ctx.onSessionLoss(loss), recordingFetch(ctx, helper)),
       });
-      return { transport: http, http, helperHeaders };
+      return { transport: http, http, ...(helper ? { helper } : {}) };
     }
     case 'sse':
-      return { transport: await sseTransport(ctx, helperHeaders), helperHeaders };
+      return { transport: await sseTransport(ctx, helper), ...(helper ? { helper } : {}) };
     case 'sdk':
-      return { transport: await linkInProcess(ctx), helperHeaders };
+      return { transport: await linkInProcess(ctx) };
   }
 }
 
 /** An SSE transport for the entry: its own kind, or the fallback of an `http` entry. */
-export async function sseTransport(ctx: TransportContext, helperHeaders: Record<string, string>): Promise<SSEClientTransport> {
+export async function sseTransport(ctx: TransportContext, helper: HelperHeaders | undefined): Promise<SSEClientTransport> {
   const { SSEClientTransport } = await loadHttpSdk();
   return new SSEClientTransport(serverUrl(ctx.server, ctx.config.url), {
-    requestInit: { headers: { ...(ctx.config.headers ?? {}), ...helperHeaders } },
-    fetch: recordingFetch(ctx),
+    requestInit: { headers: { ...(ctx.config.headers ?? {}), ...helper?.headers } },
+    fetch: recordingFetch(ctx, helper),
   });
 }
 
@@ -139,9 +145,10 @@ function serverUrl(server: string, raw: string | undefined): URL {
 }
 
 /** A fetch that reports every status, so a connect failure can be told apart (needs_auth, permanent). */
-function recordingFetch(ctx: TransportContext): FetchLike {
-  // OAuth sits closest to the network, so a 401 it resolves is never reported here.
-  const send: FetchLike = ctx.wrapFetch ? ctx.wrapFetch((u, i) => fetch(u, i)) : (u, i) => fetch(u, i);
+function recordingFetch(ctx: TransportContext, helper: HelperHeaders | undefined): FetchLike {
+  // OAuth sits closest to the network, then the headers helper's re-run: a 401 either resolves is never reported here.
+  const authed: FetchLike = ctx.wrapFetch ? ctx.wrapFetch((u, i) => fetch(u, i)) : (u, i) => fetch(u, i);
+  const send = helper ? helper.wrap(authed) : authed;
   return async (url, init) => {
     const response = await send(url, init);
     ctx.onStatus(response.status);

@@ -4,6 +4,7 @@ import type { DesiredMap, DesiredServer } from '../../machines/types.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { hasUserAuthorization, isServerOAuth } from '../auth/applies.js';
 import type { OAuthManager } from '../auth/manager.js';
+import { getOwn } from '../util/own.js';
 import { defaultTokenStorePath, FileTokenStore, type TokenStore } from '../auth/token-store.js';
 import type { Logger, McpControllerOptions, ServerStateName } from './types.js';
 
@@ -17,7 +18,7 @@ export interface AuthHooksDeps {
   /** The reconciler runs (started and not stopped), so it can be told. */
   running(): boolean;
   disposing(): boolean;
-  serverActors(): Record<string, AnyActorRef>;
+  serverActors(): Map<string, AnyActorRef>;
   /** The desired map as last reconciled. */
   desired(): DesiredMap;
 }
@@ -96,9 +97,9 @@ export class AuthHooks {
 
   /** After the token store changed: servers in needs_auth whose URL now has tokens try again. */
   async pickUpStoredTokens(): Promise<void> {
-    for (const [name, ref] of Object.entries(this.deps.serverActors())) {
+    for (const [name, ref] of this.deps.serverActors()) {
       if (stateNameOf(ref.getSnapshot()) !== 'needs_auth') continue;
-      const entry = this.deps.desired()[name];
+      const entry = getOwn(this.deps.desired(), name);
       if (entry && (await (await this.oauth()).hasTokens(entry).catch(() => false))) this.tokensArrived(name);
     }
   }

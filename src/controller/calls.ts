@@ -150,7 +150,7 @@ export class Calls {
     const view = viewOf(servers);
     const owner = this.deps.registry.resources.ownerOf(uri, view);
     if (owner) return owner.server;
-    const down = Object.keys(this.deps.view.serverActors())
+    const down = [...this.deps.view.serverActors().keys()]
       .filter((s) => (!view || view(s)) && this.deps.view.unavailableReason(s) !== undefined)
       .sort();
     const known = down.find((s) => {
@@ -187,7 +187,7 @@ export class Calls {
    * `tool_unavailable` saying so.
    */
   private async useServer<T>(subject: Subject, server: string, opts: { signal?: AbortSignal; timeoutMs?: number }, use: (rec: ConnectionRecord, timeLeft: number | undefined) => Promise<T>): Promise<T> {
-    const ref = this.deps.view.serverActors()[server];
+    const ref = this.deps.view.serverActors().get(server);
     const state = ref ? stateNameOf(ref.getSnapshot()) : 'removed';
     if (ref && (state === 'dormant' || state === 'connecting')) return this.whenConnected(subject, server, ref, opts, use);
     const rec = this.deps.connections.get(server);
@@ -293,7 +293,7 @@ export class Calls {
       return await send();
     } catch (err) {
       if (!rec.lost && this.deps.connections.get(server) === rec) throw err;
-      const ref = this.deps.view.serverActors()[server];
+      const ref = this.deps.view.serverActors().get(server);
       const state = ref ? stateNameOf(ref.getSnapshot()) : 'removed';
       const reconnecting = isInTransit(state) || state === 'connected';
       const what = `${subject.label} did not complete: MCP server "${server}" lost its connection (${rec.lost?.error ?? 'connection closed'})`;

@@ -19,6 +19,7 @@ import { transportOf } from '../config/identity.js';
 import type { ToolRegistry } from '../registry/registry.js';
 import { holdWhileStarting, type Semaphore } from './semaphore.js';
 import type { Logger } from './types.js';
+import { getOwn } from '../util/own.js';
 
 /** How a connection ended; `permanent` when the generation was closed because its listing was rejected. */
 export interface Lost {
@@ -134,7 +135,7 @@ export class Connections {
 
   /** The cached listing of `name`'s desired entry, if any: what the server would serve (for explaining an unavailable one). */
   cachedListingOf(name: string): CachedListing | undefined {
-    const entry = this.deps.desired()[name];
+    const entry = getOwn(this.deps.desired(), name);
     return entry ? this.deps.cache()?.get(entry.fingerprint) : undefined;
   }
 
@@ -268,7 +269,7 @@ export class Connections {
 
   private async relist(name: string, rec: ConnectionRecord, what: 'tools_changed' | 'prompts_changed' | 'resources_changed'): Promise<void> {
     const { registry } = this.deps;
-    const entry = this.deps.desired()[name];
+    const entry = getOwn(this.deps.desired(), name);
     if (!entry) return;
     const store = (): void => {
       if (rec.fingerprint) this.deps.cache()?.store(rec.fingerprint, name, listingOf(rec.conn));

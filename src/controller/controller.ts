@@ -158,7 +158,7 @@ export class McpController {
       fetchFor: (name, entry) => this.auth.fetchFor(name, entry),
       connectStarted: (name) => this.auth.connectStarted(name),
       promptsChanged: () => this.emitClientUpdate(),
-      report: (name, event) => this.view.serverActors()[name]?.send(event),
+      report: (name, event) => this.view.serverActors().get(name)?.send(event),
     });
     this.auth = new AuthHooks({
       options,
@@ -363,7 +363,7 @@ export class McpController {
     let waitingFor: AnyActorRef | undefined;
     const settled = (): boolean => {
       if (waitingFor && waitingFor.getSnapshot().status === 'active' && !isSettled(waitingFor)) return false;
-      waitingFor = Object.values(this.view.serverActors()).find((ref) => !isSettled(ref));
+      waitingFor = [...this.view.serverActors().values()].find((ref) => !isSettled(ref));
       return waitingFor === undefined;
     };
     if (settled()) return;
@@ -624,7 +624,7 @@ export class McpController {
     this.assertLive();
     if (this.holds.has(server)) return;
     this.holds.set(server, undefined);
-    const ref = this.view.serverActors()[server];
+    const ref = this.view.serverActors().get(server);
     if (ref) this.tellHold(server, ref);
   }
 
@@ -636,7 +636,7 @@ export class McpController {
    */
   release(server: string): void {
     if (!this.holds.delete(server) || this.disposing) return;
-    const ref = this.view.serverActors()[server];
+    const ref = this.view.serverActors().get(server);
     if (ref?.getSnapshot().status === 'active') ref.send({ type: 'RELEASE' });
   }
 

@@ -5,6 +5,7 @@ import type { ApprovalRecord, ApprovalStore } from '../approvals/store.js';
 import type { ConfigIssue } from '../config/sources.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import type { Logger } from './types.js';
+import { getOwn, setOwn } from '../util/own.js';
 
 /**
  * The approval decisions a controller applies (SPEC §4): those in the store,
@@ -12,7 +13,8 @@ import type { Logger } from './types.js';
  * (`approve(…, { persist: false })`), which win while it lives.
  */
 export class Decisions {
-  private session: Record<string, ApprovalDecision> = {};
+  /** A Map: names are user data (`__proto__`, `toString`, …). */
+  private readonly session = new Map<string, ApprovalDecision>();
   private stored: Record<string, ApprovalRecord> = {};
   private lastStoreError: string | undefined;
 
@@ -43,7 +45,7 @@ export class Decisions {
   merged(desired: DesiredMap): Record<string, ApprovalDecision> {
     const out = decisionsFor(this.stored, desired);
     // A session approval for the current hash wins over a stored decision for the session's life.
-    for (const [name, d] of Object.entries(this.session)) out[name] = d;
+    for (const [name, d] of this.session) setOwn(out, name, d);
     return out;
   }
 
@@ -57,9 +59,9 @@ export class Decisions {
     const decision: ApprovalDecision = { hash: entry.hash, decision: 'approved' };
     if (persist) {
       await this.store.set(root, entry.name, { ...decision, at: new Date().toISOString() });
-      delete this.session[entry.name];
+      this.session.delete(entry.name);
     } else {
-      this.session[entry.name] = decision;
+      this.session.set(entry.name, decision);
     }
   }
 
@@ -70,14 +72,14 @@ export class Decisions {
         hint: 'exclude it with `mcp.excluded` in your settings instead',
       });
     }
-    delete this.session[entry.name];
+    this.session.delete(entry.name);
     await this.store.set(root, entry.name, { hash: entry.hash, decision: 'rejected', at: new Date().toISOString() });
   }
 }
 
 /** The configured entry of `server`; throws `unknown_server` naming the configured ones. */
 export function entryOrThrow(server: string, desired: DesiredMap): DesiredServer {
-  const entry = Object.hasOwn(desired, server) ? desired[server] : undefined;
+  const entry = getOwn(desired, server);
   if (!entry) {
     const known = Object.keys(desired);
     throw new McpReconcilerError(ErrorCode.UnknownServer, `no MCP server named "${server}" is configured`, {

@@ -14,6 +14,7 @@ import { gatingEqual } from '../gating/equality.js';
 import type { Decisions } from './decisions.js';
 import type { SafeEmitter } from './emitter.js';
 import type { Logger, McpControllerEvents } from './types.js';
+import { getOwn, setOwn } from '../util/own.js';
 
 /** What the config → machines side needs from the controller. */
 export interface DesiredStateDeps {
@@ -60,7 +61,7 @@ function desiredChanged(a: DesiredMap, b: DesiredMap): boolean {
 /** Names whose approval decision (hash or verdict) differs, sorted. */
 function changedApprovals(a: GatingState['approvals'], b: GatingState['approvals']): string[] {
   const names = new Set([...Object.keys(a), ...Object.keys(b)]);
-  return [...names].filter((n) => a[n]?.hash !== b[n]?.hash || a[n]?.decision !== b[n]?.decision).sort();
+  return [...names].filter((n) => getOwn(a, n)?.hash !== getOwn(b, n)?.hash || getOwn(a, n)?.decision !== getOwn(b, n)?.decision).sort();
 }
 
 /**
@@ -83,7 +84,7 @@ export function reconcilerEvents(prev: ReconcilerLevels | undefined, next: Recon
   if (kinds === 0) return [];
   if (kinds > 1 || listsChanged) return [{ type: 'GATING', gating: b }];
   if (trustChanged) return [{ type: 'TRUST', trusted: b.trusted }];
-  return decided.map((name) => ({ type: 'APPROVAL', name, decision: b.approvals[name] }));
+  return decided.map((name) => ({ type: 'APPROVAL', name, decision: getOwn(b.approvals, name) }));
 }
 
 /**
@@ -106,7 +107,7 @@ export class DesiredState {
     private readonly deps: DesiredStateDeps,
     sdkServers: Record<string, unknown> = {},
   ) {
-    for (const [name, instance] of Object.entries(sdkServers)) this.sdkServers[name] = { type: 'sdk', instance };
+    for (const [name, instance] of Object.entries(sdkServers)) setOwn(this.sdkServers, name, { type: 'sdk', instance });
   }
 
   /** The desired map as last reconciled. */
@@ -145,7 +146,7 @@ export class DesiredState {
     deps.emitter.emit('reconciled', { count: this.count, servers: Object.keys(desired) });
     // Strictly pending from the store (never a name diff), and only servers that would
     // otherwise connect: asking about an excluded or disabled server helps no one.
-    const promptable = promptableServers(desired, approvals).filter((n) => computed.verdicts[n] === 'pending_approval');
+    const promptable = promptableServers(desired, approvals).filter((n) => getOwn(computed.verdicts, n) === 'pending_approval');
     if (promptable.length > 0) deps.emitter.emit('pending-approval', { servers: promptable });
   }
 
@@ -205,8 +206,8 @@ export class DesiredState {
     }
     const isSdk = config !== null && typeof config === 'object' && (config.type === 'sdk' || config.instance !== undefined);
     const valid = parseServerConfig(name, isSdk ? { ...config, type: 'sdk' } : config, { allowSdk: isSdk });
-    if (isSdk) this.sdkServers[name] = { ...valid, type: 'sdk', instance: config.instance };
-    else this.runtimeServers[name] = valid;
+    if (isSdk) setOwn(this.sdkServers, name, { ...valid, type: 'sdk', instance: config.instance });
+    else setOwn(this.runtimeServers, name, valid);
   }
 
   /** Remove a runtime or sdk server; applies at the next reconcile. */
@@ -221,7 +222,7 @@ export class DesiredState {
     if (!cache) return desired;
     await cache.prepare(Object.values(desired).map((d) => d.fingerprint));
     const out: Record<string, DesiredServer> = {};
-    for (const [name, d] of Object.entries(desired)) out[name] = cache.has(d.fingerprint) ? { ...d, cached: true } : d;
+    for (const [name, d] of Object.entries(desired)) setOwn(out, name, cache.has(d.fingerprint) ? { ...d, cached: true } : d);
     return out;
   }
 }

@@ -44,19 +44,19 @@ export class StatusView {
     return snap.status === 'active' ? snap.context.removed : this.removedBeforeDispose;
   }
 
-  /** The live server actors by name. */
-  serverActors(): Record<string, AnyActorRef> {
+  /** The live server actors by name (a Map: a name such as `toString` must not find an inherited member). */
+  serverActors(): Map<string, AnyActorRef> {
     const children = this.src.actor.getSnapshot().children as Record<string, AnyActorRef | undefined>;
-    const out: Record<string, AnyActorRef> = {};
+    const out = new Map<string, AnyActorRef>();
     for (const [id, ref] of Object.entries(children)) {
-      if (ref && (ref.getSnapshot() as { machine?: { id?: string } }).machine?.id === 'server') out[id] = ref;
+      if (ref && (ref.getSnapshot() as { machine?: { id?: string } }).machine?.id === 'server') out.set(id, ref);
     }
     return out;
   }
 
   /** The state of `name`'s actor; `removed` when it has none. */
   stateOf(name: string): ServerStateName {
-    const ref = this.serverActors()[name];
+    const ref = this.serverActors().get(name);
     return ref ? stateNameOf(ref.getSnapshot()) : 'removed';
   }
 
@@ -65,7 +65,7 @@ export class StatusView {
     const { registry, connections } = this.src;
     const rows: ServerStatus[] = [];
     const actors = this.serverActors();
-    for (const [name, ref] of Object.entries(actors)) {
+    for (const [name, ref] of actors) {
       const snap = ref.getSnapshot();
       const ctx = snap.context as { entry: DesiredServer; generation: number; attempt: number; lastError?: string };
       const state = stateNameOf(snap);
@@ -95,7 +95,7 @@ export class StatusView {
       });
     }
     for (const name of this.removed()) {
-      if (name in actors) continue;
+      if (actors.has(name)) continue;
       rows.push({
         name,
         scope: undefined,
@@ -121,13 +121,13 @@ export class StatusView {
 
   /** The last error of a live server actor, from its context (the controller reports its errors there). */
   lastErrorOf(name: string): string | undefined {
-    const ref = this.serverActors()[name];
+    const ref = this.serverActors().get(name);
     return (ref?.getSnapshot().context as { lastError?: string } | undefined)?.lastError;
   }
 
   /** Why `server` is unavailable, from its actor's state only; `undefined` when fine or unknown. */
   unavailableReason(server: string): Reason | undefined {
-    const ref = this.serverActors()[server];
+    const ref = this.serverActors().get(server);
     if (ref) return reasonOf(ref.getSnapshot());
     return this.removed().includes(server) ? 'removed' : undefined;
   }
@@ -136,7 +136,7 @@ export class StatusView {
   serverOfTool(toolName: string): string | undefined {
     const registered = this.src.registry.getTool(toolName);
     if (registered) return registered.server;
-    const known = new Set([...Object.keys(this.serverActors()), ...this.removed(), ...Object.keys(this.src.desired())]);
+    const known = new Set([...this.serverActors().keys(), ...this.removed(), ...Object.keys(this.src.desired())]);
     let best: string | undefined;
     for (const name of known) {
       if (toolName.startsWith(`mcp__${sanitiseNamePart(name)}__`) && (!best || name.length > best.length)) best = name;
@@ -159,7 +159,7 @@ export class StatusView {
       const cause = reason === 'failed' || reason === 'needs_auth' ? this.lastErrorOf(server) : undefined;
       return `Tool ${toolName} is unavailable: MCP server "${server}" ${describeReason(reason)}${cause ? ` (last error: ${cause})` : ''}. To fix: ${fixFor(reason, server)}.`;
     }
-    const ref = this.serverActors()[server];
+    const ref = this.serverActors().get(server);
     const state = ref ? stateNameOf(ref.getSnapshot()) : undefined;
     if (state === 'dormant' && registered) {
       return `Tool ${toolName} is available: MCP server "${server}" is dormant (not running, tools from its listing cache); the first call starts it.`;

@@ -5,6 +5,7 @@ import { describeReason, fixFor } from '../controller/messages.js';
 import type { ServerStatus } from '../controller/types.js';
 import { displayPath } from '../format/paths.js';
 import { activeStateIds } from '../viz/active.js';
+import { getOwn } from '../util/own.js';
 
 /** The server machine's id, the prefix of every chart node id. */
 const MACHINE_ID = 'server';
@@ -36,7 +37,7 @@ export interface DashboardView {
 /** The state value of a server's actor, when it has one (removed servers have none). */
 function stateValueOf(controller: McpController, name: string): StateValue | undefined {
   const children = controller.actor.getSnapshot().children as Record<string, AnyActorRef | undefined>;
-  const snapshot = children[name]?.getSnapshot() as { machine?: { id?: string }; value?: StateValue } | undefined;
+  const snapshot = getOwn(children, name)?.getSnapshot() as { machine?: { id?: string }; value?: StateValue } | undefined;
   return snapshot?.machine?.id === MACHINE_ID ? snapshot.value : undefined;
 }
 
@@ -55,7 +56,7 @@ export function dashboardView(controller: McpController): DashboardView {
       promptable: row.state === 'pending_approval',
     };
     if (row.source) out.sourceLabel = displayPath(row.source, root);
-    const description = desired[row.name]?.config.description;
+    const description = getOwn(desired, row.name)?.config.description;
     if (description) out.description = description;
     if (row.reason) {
       out.reasonText = describeReason(row.reason);

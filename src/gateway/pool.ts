@@ -23,6 +23,7 @@ import type { RegisteredPrompt } from '../registry/registry.js';
 import { describeError } from '../errors.js';
 import { DEFAULT_SEPARATOR, describeCollision, GatewayNames } from './naming.js';
 import { inScope, type SessionScope } from './scope.js';
+import { setOwn } from '../util/own.js';
 
 /**
  * How long a server keeps running after the last session using it left,
@@ -283,7 +284,7 @@ export class GatewayPool {
     const out: Record<string, number> = {};
     for (const row of this.controller.status()) {
       if (row.state === 'removed') continue;
-      out[row.name] = [...this.sessions.values()].filter((e) => inScope(e.session.scope, row.name)).length;
+      setOwn(out, row.name, [...this.sessions.values()].filter((e) => inScope(e.session.scope, row.name)).length);
     }
     return out;
   }

@@ -4,6 +4,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import { describeError } from '../errors.js';
 import type { RegisteredTool } from './registry.js';
 import { isPlainObject } from '../util/persist.js';
+import { getOwn } from '../util/own.js';
 
 /** `_meta` key under which a rejected result keeps what the tool returned. */
 export const OUTPUT_CONTRACT_META_KEY = 'mcp-reconciler/output-contract';
@@ -34,8 +35,9 @@ function extraPropertiesAt(schema: unknown, data: unknown, pointer: string): str
       s = s.items;
       d = d[Number(seg)];
     } else if (isPlainObject(d)) {
-      s = isPlainObject(s.properties) ? s.properties[seg] : undefined;
-      d = d[seg];
+      // Own keys only: a field may be called `constructor`.
+      s = isPlainObject(s.properties) ? getOwn(s.properties, seg) : undefined;
+      d = getOwn(d, seg);
     } else return undefined;
   }
   // Only the plain case is named; patternProperties and combinators are left to the generic message.

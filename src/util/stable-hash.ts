@@ -4,6 +4,7 @@
  * (name suffixes), so it belongs to none of them.
  */
 import { createHash } from 'node:crypto';
+import { setOwn } from '../../machines/own.js';
 
 const instanceIds = new WeakMap<object, number>();
 let nextInstanceId = 1;
@@ -28,7 +29,7 @@ export function normalise(value: unknown): unknown {
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(value).sort()) {
       const v = (value as Record<string, unknown>)[key];
-      if (v !== undefined) out[key] = normalise(v);
+      if (v !== undefined) setOwn(out, key, normalise(v)); // `__proto__` is a key like any other
     }
     return out;
   }

@@ -5,6 +5,7 @@ import { parseTimeoutMs, type CliCommand, type CliContext, type CliPositional } 
 import { DEFAULT_PICKUP_TIMEOUT_MS } from '../request-channel.js';
 import { sendToRunningWatch } from '../send-to-watch.js';
 import { loadWorkspace } from '../workspace.js';
+import { getOwn } from '../../util/own.js';
 
 /**
  * Writes a decision for the server's current config hash without starting
@@ -30,7 +31,8 @@ async function decide(ctx: CliContext, decision: 'approved' | 'rejected'): Promi
     });
   }
   const ws = await loadWorkspace(ctx.global, ctx.io);
-  const entry = ws.assembled.desired[server];
+  // Own keys only: `approve toString` must not find Object.prototype.toString.
+  const entry = getOwn(ws.assembled.desired, server);
   if (!entry) {
     const known = Object.keys(ws.assembled.desired);
     throw new McpReconcilerError(ErrorCode.UnknownServer, `no MCP server named "${server}" is configured in ${ctx.global.root}`, {

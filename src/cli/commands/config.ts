@@ -12,6 +12,7 @@ import type { CliCommand, CliContext } from '../command.js';
 import { displayPath } from '../../format/paths.js';
 import { joinList, table } from '../output.js';
 import { loadWorkspace } from '../workspace.js';
+import { getOwn } from '../../util/own.js';
 
 // The shown config is the expanded one; `config` output is for looking at, so
 // it never prints env/header values or credential-looking args (src/config/redact.ts).
@@ -52,7 +53,7 @@ async function run(ctx: CliContext): Promise<number> {
         scope: e.scope,
         source: e.source,
         type: transportOf(e.config),
-        verdict: computed.verdicts[e.name] ?? null,
+        verdict: getOwn(computed.verdicts, e.name) ?? null,
         approval: approvalOf(e),
         fingerprint: e.fingerprint,
         hash: e.hash,
@@ -91,7 +92,7 @@ async function run(ctx: CliContext): Promise<number> {
     lines.push(
       table([
         ['NAME', 'SCOPE', 'TYPE', 'VERDICT', 'APPROVAL', 'SOURCE'],
-        ...entries.map((e) => [e.name, e.scope, transportOf(e.config), computed.verdicts[e.name] ?? '?', approvalOf(e) ?? '-', show(e.source)]),
+        ...entries.map((e) => [e.name, e.scope, transportOf(e.config), getOwn(computed.verdicts, e.name) ?? '?', approvalOf(e) ?? '-', show(e.source)]),
       ]),
     );
   }

@@ -12,6 +12,7 @@ import { terminalSafe, writeRaw } from '../output.js';
 import { requestChannelPath, serveRequests, type ChannelRequest, type RequestResult, type RequestServer } from '../request-channel.js';
 import { statusTable } from './status.js';
 import { untilStopped } from '../until-stopped.js';
+import { getOwn } from '../../util/own.js';
 
 const EVENTS = ['server-state', 'tools-changed', 'pending-approval', 'config-error', 'reconciled'] as const;
 
@@ -160,7 +161,7 @@ async function handleRequest(c: McpController, req: ChannelRequest): Promise<Req
   const name = JSON.stringify(req.server);
   if (req.verb === 'approve-session') {
     await c.approve(req.server, { persist: false });
-    const hash = c.config().desired[req.server]?.hash ?? '';
+    const hash = getOwn(c.config().desired, req.server)?.hash ?? '';
     return { ok: true, message: `approved ${name} for this watch session only (config ${hash.slice(0, 12)}); nothing was stored` };
   }
   const row = c.status().find((r) => r.name === req.server && r.state !== 'removed');

@@ -1,3 +1,5 @@
+import { nameCollisionIssues } from '../../config/name-collisions.js';
+import { getOwn } from '../../util/own.js';
 import { describeReason, fixFor } from '../../controller/messages.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
 import type { CliCommand, CliContext } from '../command.js';
@@ -28,6 +30,19 @@ async function run(ctx: CliContext): Promise<number> {
       const server = c.serverOfTool(target);
       const reason = tool || server === undefined ? null : (c.unavailableReason(server) ?? null);
       return { kind: 'tool' as const, name: target, state: null, reason, message: c.toolUnavailableMessage(target), fix: null };
+    }
+    const configured = getOwn(c.config().desired, target);
+    if (configured) {
+      // Listed in the config but never run: `__proto__` (see nameCollisionIssues).
+      const issue = nameCollisionIssues({ [target]: configured }).find((i) => i.server === target);
+      return {
+        kind: 'server' as const,
+        name: target,
+        state: null,
+        reason: null,
+        message: `MCP server "${target}" is configured in ${configured.source} but not run${issue ? `: ${issue.message}` : ''}.`,
+        fix: issue ? `rename "${target}" in ${configured.source}` : null,
+      };
     }
     const known = c.status().map((s) => s.name);
     throw new McpReconcilerError(ErrorCode.UnknownServer, `no MCP server or tool named "${target}"`, {
