@@ -27,6 +27,13 @@ export interface Lost {
   permanent?: boolean;
 }
 
+/** A connect attempt that left the connect queue: its server's start bound and readiness count from `at`. */
+export interface StartedConnect {
+  generation: number;
+  /** `performance.now()` when it left the queue (at once for transports the queue does not bound). */
+  at: number;
+}
+
 /** One server's live connection, as the `connect` actor left it. */
 export interface ConnectionRecord {
   conn: LiveConnection;
@@ -57,6 +64,8 @@ export interface ConnectionsDeps {
   env: NodeJS.ProcessEnv;
   envPolicy: ConnectOptions['envPolicy'] | undefined;
   connectTimeoutMs: number;
+  /** The start bound of a server whose config sets no `startTimeoutMs`. */
+  startTimeoutMs: number;
   /** The workspace root, canonical once started. */
   root(): string;
   /** The desired map as last reconciled. */
@@ -92,6 +101,11 @@ export class Connections {
   private readonly reportedConflicts = new Set<string>();
   /** The host's resource subscriptions, sent again to every new connection of their server. */
   readonly subscriptions: ResourceSubscriptions;
+  /** Each server's latest connect that left the queue. */
+  private readonly started = new Map<string, StartedConnect>();
+  /** When each server's first connect left the queue. */
+  private readonly firstStarted = new Map<string, number>();
+  private readonly startListeners = new Set<() => void>();
 
   constructor(private readonly deps: ConnectionsDeps) {
     this.subscriptions = new ResourceSubscriptions({
@@ -125,6 +139,22 @@ export class Connections {
   /** The current connection of `name`, if it has one. */
   get(name: string): ConnectionRecord | undefined {
     return this.live.get(name);
+  }
+
+  /** `name`'s latest connect attempt that left the connect queue, if any. */
+  startedConnect(name: string): StartedConnect | undefined {
+    return this.started.get(name);
+  }
+
+  /** When `name`'s first connect attempt left the connect queue (`performance.now()`), if one did. */
+  firstStartedAt(name: string): number | undefined {
+    return this.firstStarted.get(name);
+  }
+
+  /** Call `listener` whenever a connect attempt leaves the queue; returns the unsubscribe function. */
+  onConnectStarted(listener: () => void): () => void {
+    this.startListeners.add(listener);
+    return () => this.startListeners.delete(listener);
   }
 
   /** Every current connection. */
@@ -165,6 +195,8 @@ export class Connections {
   private async connect(name: string, entry: DesiredServer, generation: number, signal: AbortSignal): Promise<ConnectOutput> {
     const { deps } = this;
     const token = Symbol(`${name}#${generation}`);
+    // Queued until marked below (a re-added server's generations start at 1 again).
+    this.started.delete(name);
     deps.connectStarted(name);
     // The limiter bounds concurrent CPU-heavy process starts only (issue 10): the slot
     // goes back once the server answered `initialize` or sits idle, so hung handshakes
@@ -173,6 +205,8 @@ export class Connections {
       transportOf(entry.config) === 'stdio'
         ? holdWhileStarting(await deps.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks, ownCpuTicks, startCpuTicks: mainThreadTreeCpuTicks })
         : undefined;
+    // Time spent queued is not the server's: its start bound and readiness count from here.
+    this.markStarted(name, generation);
     let conn: LiveConnection;
     try {
       conn = await openConnection(entry, {
@@ -183,8 +217,9 @@ export class Connections {
         parentEnv: deps.env,
         cwd: deps.root(),
         timeoutMs: deps.connectTimeoutMs,
-        // Slow starts are the machine's `connecting.slow`, not a failure (issue 13).
+        // Slow starts are the machine's `connecting.slow`, not a failure (issue 13), up to the start bound.
         backgroundStart: true,
+        startTimeoutMs: entry.config.startTimeoutMs ?? deps.startTimeoutMs,
         clientInfo: { name: 'mcp-reconciler', version: '0.1.0' },
         onEvent: (e) => this.onConnectionEvent(name, token, e),
         ...(hold ? { startPhase: hold } : {}),
@@ -219,6 +254,13 @@ export class Connections {
     // Subscriptions outlive connections: this one gets them all (failures are logged, not fatal).
     void this.subscriptions.resubscribe(name, conn);
     return { generation };
+  }
+
+  private markStarted(name: string, generation: number): void {
+    const at = performance.now();
+    this.started.set(name, { generation, at });
+    if (!this.firstStarted.has(name)) this.firstStarted.set(name, at);
+    for (const listener of this.startListeners) listener();
   }
 
   /** Log each new resource URI this server shares with another (the owner rule decides; nothing is rejected). */
