@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { stdioFixtureConfig } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 import type { ServerStatus } from '../../src/controller/types.js';
+import type { Semaphore } from '../../src/controller/semaphore.js';
 import { cli, Harness, processesMatching, row, waitState } from './support.js';
 
 const h = new Harness();
@@ -30,13 +31,14 @@ describe('the start bound', () => {
     const ws = h.workspace();
     const c = h.controller(ws, { backoff: { initialMs: 20, maxMs: 50, attempts: 1 }, readyTimeoutMs: 600_000 });
     await c.addRuntimeServer('mute', { ...stdioFixtureConfig('hang-server', { timeout: 2_000 }), startTimeoutMs: 3_000 });
-    await c.addRuntimeServer('stuck', { ...stdioFixtureConfig('hang-list-server', { timeout: 2_000 }), startTimeoutMs: 3_000 });
+    // Room to start the SDK and answer initialize on a busy machine before its bound.
+    await c.addRuntimeServer('stuck', { ...stdioFixtureConfig('hang-list-server', { timeout: 2_000 }), startTimeoutMs: 10_000 });
     const sampled = samplePids(c);
     void c.start();
     await waitState(c, 'mute', 'failed', 60_000);
     await waitState(c, 'stuck', 'failed', 60_000);
     expect(row(c, 'mute').lastError).toMatch(/"mute" did not answer initialize within 3000 ms \(its start bound, "startTimeoutMs"\)/);
-    expect(row(c, 'stuck').lastError).toMatch(/"stuck" did not answer tools\/list within 3000 ms \(its start bound, "startTimeoutMs"\)/);
+    expect(row(c, 'stuck').lastError).toMatch(/"stuck" did not answer tools\/list within 10000 ms \(its start bound, "startTimeoutMs"\)/);
     // Why: the reason, the bound and the option.
     expect(c.toolUnavailableMessage('mcp__mute__anything')).toMatch(/failed.*did not answer initialize within 3000 ms.*startTimeoutMs/);
     sampled.stop();
@@ -83,30 +85,42 @@ function busyStarters(n: number, ms: number): Record<string, ReturnType<typeof s
 describe('time queued behind the connect limit', () => {
   it('does not count against a server’s readiness wait: start() waits for each queued server within its own readiness time', async () => {
     const ws = h.workspace();
-    // One start at a time: the last server leaves the queue long after the first readiness time ran out.
-    const c = h.controller(ws, { connectConcurrency: 1, readyTimeoutMs: 8_000, connectTimeoutMs: 60_000 });
-    for (const [name, config] of Object.entries(busyStarters(4, 3_000))) await c.addRuntimeServer(name, config);
-    await c.start();
+    const c = h.controller(ws, { connectConcurrency: 1, readyTimeoutMs: 10_000, connectTimeoutMs: 60_000 });
+    for (let i = 1; i <= 3; i++) await c.addRuntimeServer(`queued-${i}`, stdioFixtureConfig('slow-server', { env: { START_DELAY_MS: '300' } }));
+    // The one connect slot is taken (as by a long start) until well past the readiness time: every server queues behind it.
+    const limiter = (c as unknown as { semaphore: Semaphore }).semaphore;
+    const slot = await limiter.acquire();
+    let released = false;
+    const timer = setTimeout(() => {
+      released = true;
+      slot.release();
+    }, 12_000);
+    try {
+      await c.start();
+    } finally {
+      clearTimeout(timer);
+      slot.release();
+    }
+    expect(released).toBe(true);
     expect(c.status().map((s) => [s.name, s.state])).toEqual([
-      ['busy-1', 'connected'],
-      ['busy-2', 'connected'],
-      ['busy-3', 'connected'],
-      ['busy-4', 'connected'],
+      ['queued-1', 'connected'],
+      ['queued-2', 'connected'],
+      ['queued-3', 'connected'],
     ]);
   });
 
   it('`status` waits for every admitted server within its own start bound, not a global 10 s', async () => {
     const ws = h.workspace('mcp-start-bound-');
-    ws.writeUserSettings({ mcpServers: busyStarters(4, 3_500) });
+    // Queued busy starts behind a limit of one, and one server that needs longer than 10 s to answer.
+    const servers = {
+      ...busyStarters(3, 2_000),
+      late: stdioFixtureConfig('slow-server', { env: { START_DELAY_MS: '12000' } }),
+    };
+    ws.writeUserSettings({ mcpServers: servers });
     const env = { ...ws.env, MCP_RECONCILER_CONNECT_CONCURRENCY: '1' };
     const r = await cli(['status', '--json', '--cwd', ws.root, '--approvals', ws.approvals], env, ws.root);
     expect(r.code).toBe(0);
     const rows = (JSON.parse(r.stdout) as { servers: ServerStatus[] }).servers;
-    expect(rows.map((s) => [s.name, s.state, s.tools.length])).toEqual([
-      ['busy-1', 'connected', 1],
-      ['busy-2', 'connected', 1],
-      ['busy-3', 'connected', 1],
-      ['busy-4', 'connected', 1],
-    ]);
+    expect(rows.map((s) => [s.name, s.state, s.tools.length])).toEqual(Object.keys(servers).sort().map((name) => [name, 'connected', 1]));
   });
 });
