@@ -106,6 +106,8 @@ export class Connections {
   /** When each server's first connect left the queue. */
   private readonly firstStarted = new Map<string, number>();
   private readonly startListeners = new Set<() => void>();
+  /** The turn the connects begun in this one wait for before they spawn anything (see `laterTurn`). */
+  private spawnTurn: Promise<void> | undefined;
 
   constructor(private readonly deps: ConnectionsDeps) {
     this.subscriptions = new ResourceSubscriptions({
@@ -198,11 +200,15 @@ export class Connections {
     // Queued until marked below (a re-added server's generations start at 1 again).
     this.started.delete(name);
     deps.connectStarted(name);
+    const stdio = transportOf(entry.config) === 'stdio';
+    // Each spawn blocks the main thread until exec (~10 ms, more on a busy machine): the
+    // whole admission pass (every cached listing registered) and the host's own turn
+    // come first.
+    if (stdio) await this.laterTurn();
     // The limiter bounds concurrent CPU-heavy process starts only (issue 10): the slot
     // goes back once the server answered `initialize` or sits idle, so hung handshakes
     // cannot starve the queue. Remote and in-process connects start no process here.
-    const hold =
-      transportOf(entry.config) === 'stdio'
+    const hold = stdio
         ? holdWhileStarting(await deps.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks, ownCpuTicks, startCpuTicks: mainThreadTreeCpuTicks })
         : undefined;
     // Time spent queued is not the server's: its start bound and readiness count from here.
@@ -254,6 +260,21 @@ export class Connections {
     // Subscriptions outlive connections: this one gets them all (failures are logged, not fatal).
     void this.subscriptions.resubscribe(name, conn);
     return { generation };
+  }
+
+  /**
+   * A promise that resolves on a later turn of the event loop (a timer, so the
+   * host's immediates and pending I/O of this turn run before it), shared by
+   * every connect that began in this turn.
+   */
+  private laterTurn(): Promise<void> {
+    this.spawnTurn ??= new Promise<void>((resolve) =>
+      setTimeout(() => {
+        this.spawnTurn = undefined;
+        resolve();
+      }, 0),
+    );
+    return this.spawnTurn;
   }
 
   private markStarted(name: string, generation: number): void {
