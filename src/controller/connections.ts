@@ -209,8 +209,8 @@ export class Connections {
     // goes back once the server answered `initialize` or sits idle, so hung handshakes
     // cannot starve the queue. Remote and in-process connects start no process here.
     const hold = stdio
-        ? holdWhileStarting(await deps.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks, ownCpuTicks, startCpuTicks: mainThreadTreeCpuTicks })
-        : undefined;
+      ? holdWhileStarting(await deps.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks, ownCpuTicks, startCpuTicks: mainThreadTreeCpuTicks })
+      : undefined;
     // Time spent queued is not the server's: its start bound and readiness count from here.
     this.markStarted(name, generation);
     let conn: LiveConnection;
