@@ -257,15 +257,15 @@ export function resolveLifecycle(policy?: Partial<LifecyclePolicy>): LifecyclePo
   const out: LifecyclePolicy = { ...DEFAULT_LIFECYCLE };
   if (policy?.startup === 'lazy' || policy?.startup === 'eager') out.startup = policy.startup;
   if (typeof policy?.idleTimeoutMs === 'number' && policy.idleTimeoutMs > 0) out.idleTimeoutMs = policy.idleTimeoutMs;
-  if (typeof policy?.startTimeoutMs === 'number' && policy.startTimeoutMs > 0) out.startTimeoutMs = policy.startTimeoutMs;
+  if (typeof policy?.slowStartMs === 'number' && policy.slowStartMs > 0) out.slowStartMs = policy.slowStartMs;
   if (policy?.onDemand === true) out.onDemand = true;
   return out;
 }
 
-/** The server's own `timeout`, else the controller's start timeout: when a first connect counts as slow. */
-export function startTimeoutOf(context: Pick<ServerContext, 'entry' | 'lifecycle'>): number {
+/** The server's own `timeout`, else the controller's connect timeout: when a first connect counts as slow. */
+export function slowStartOf(context: Pick<ServerContext, 'entry' | 'lifecycle'>): number {
   const own = context.entry.config.timeout;
-  return typeof own === 'number' && own > 0 ? own : context.lifecycle.startTimeoutMs;
+  return typeof own === 'number' && own > 0 ? own : context.lifecycle.slowStartMs;
 }
 
 /** The server's own `startup`, else the controller default. */
@@ -435,7 +435,7 @@ export const serverMachine = setup({
     /** How long a connected server may go without a call before it is stopped (parked when it never is: see `idleStops`). */
     idleDelay: ({ context }) => Math.min(idleTimeoutOf(context) ?? NEVER_MS, NEVER_MS),
     /** How long a first connect may take before it is reported as starting slowly. */
-    startDelay: ({ context }) => Math.min(startTimeoutOf(context), NEVER_MS),
+    startDelay: ({ context }) => Math.min(slowStartOf(context), NEVER_MS),
   },
 }).createMachine({
   id: 'server',

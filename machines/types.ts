@@ -58,6 +58,14 @@ export interface ServerConfig {
   /** Stop a connected server after this long without a tool call; it goes `dormant`, its tools stay. Not hashed either. */
   idleTimeoutMs?: number;
   /**
+   * The start bound of a stdio server: a start (spawn, `initialize`, the
+   * first listings) still unanswered this long after it left the connect
+   * queue fails, its process group is killed, and the supervisor retries as
+   * for any failed start. Default: the controller's `startTimeoutMs`
+   * (180 000). Not part of the fingerprint or the approval hash.
+   */
+  startTimeoutMs?: number;
+  /**
    * For `type: 'sdk'`: the in-process server object (an SDK `McpServer` or
    * `Server`). Not serialisable; fingerprints use its identity.
    */
@@ -177,9 +185,10 @@ export interface LifecyclePolicy {
   /**
    * A first connect still running after this long (the entry's `timeout`
    * wins) is reported as starting slowly (`live.connecting.slow`): it keeps
-   * starting in the background, and `start()` stops waiting for it.
+   * starting in the background, within its start bound (`startTimeoutMs`,
+   * enforced by the connect actor), and `start()` stops waiting for it.
    */
-  startTimeoutMs: number;
+  slowStartMs: number;
   /**
    * Start servers only on demand (the gateway's session pool): an admitted
    * server nobody holds (HOLD / RELEASE) rests in `dormant` instead of
@@ -189,4 +198,4 @@ export interface LifecyclePolicy {
 }
 
 /** Eager, never idle-stopped: what a server does without `startup` / `idleTimeoutMs`. */
-export const DEFAULT_LIFECYCLE: Readonly<LifecyclePolicy> = Object.freeze({ startup: 'eager', startTimeoutMs: 30_000 });
+export const DEFAULT_LIFECYCLE: Readonly<LifecyclePolicy> = Object.freeze({ startup: 'eager', slowStartMs: 30_000 });

@@ -26,6 +26,7 @@ export function controllerOptionsFor(ctx: CliContext, extra: Partial<McpControll
     return { ...s, path: file };
   });
   const debug = io.env.MCP_RECONCILER_DEBUG === '1';
+  const concurrency = connectConcurrencyOf(io.env);
   const options: McpControllerOptions = {
     cwd: g.root,
     sources,
@@ -34,6 +35,7 @@ export function controllerOptionsFor(ctx: CliContext, extra: Partial<McpControll
     // Remembered answers only: questions are asked before the controller starts (askForInputs).
     resolveInput: cliInputResolver(g, io, { prompt: false }),
     ...(g.cliAllowedServerNames ? { cliAllowedServerNames: g.cliAllowedServerNames } : {}),
+    ...(concurrency !== undefined ? { connectConcurrency: concurrency } : {}),
     logger: {
       warn: (m) => debug && io.stderr.write(`warn: ${m}\n`),
       error: (m) => debug && io.stderr.write(`error: ${m}\n`),
@@ -42,6 +44,17 @@ export function controllerOptionsFor(ctx: CliContext, extra: Partial<McpControll
     ...extra,
   };
   return { options, cleanup: () => dir && rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * `MCP_RECONCILER_CONNECT_CONCURRENCY`: how many servers start at once (a
+ * fixed limit; unset, the controller adapts its own). Anything but a whole
+ * number from 1 up is ignored.
+ */
+function connectConcurrencyOf(env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env.MCP_RECONCILER_CONNECT_CONCURRENCY?.trim();
+  const n = raw && /^\d+$/.test(raw) ? Number(raw) : NaN;
+  return Number.isSafeInteger(n) && n >= 1 ? n : undefined;
 }
 
 /**

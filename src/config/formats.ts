@@ -82,8 +82,8 @@ function kind(v: unknown): string {
   return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v;
 }
 
-/** `startup` and `idleTimeoutMs` (issue 13), read in every format. */
-const LIFECYCLE_FIELDS = ['startup', 'idleTimeoutMs'] as const;
+/** `startup`, `idleTimeoutMs` and the start bound `startTimeoutMs`, read in every format. */
+const LIFECYCLE_FIELDS = ['startup', 'idleTimeoutMs', 'startTimeoutMs'] as const;
 
 /** Mutable state while one entry is normalized. */
 class Entry {

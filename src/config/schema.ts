@@ -97,6 +97,12 @@ const entrySchema = z.object({
     .positive({ error: 'must be a positive number of milliseconds' })
     .max(MAX_TIMEOUT_MS, { error: `must be at most ${MAX_TIMEOUT_MS} ms (24 hours)` })
     .optional(),
+  // The start bound: a start unanswered this long fails (outside both hashes, like the two above).
+  startTimeoutMs: z
+    .number()
+    .positive({ error: 'must be a positive number of milliseconds' })
+    .max(MAX_TIMEOUT_MS, { error: `must be at most ${MAX_TIMEOUT_MS} ms (24 hours)` })
+    .optional(),
 });
 
 /**

@@ -31,7 +31,7 @@ import type { ProcessTracker } from './processes.js';
 import type { SessionLoss } from './session-loss.js';
 import type { StdioProcessTransport } from './stdio-transport.js';
 import { clientCapabilities, installClientHandlers, type ClientFeatures } from './client-capabilities.js';
-import { abortedError, causeChain, connectError, isPermanentStatus, isSseError, timeoutError } from './errors.js';
+import { abortedError, causeChain, connectError, isPermanentStatus, isSseError, startTimeoutError, timeoutError } from './errors.js';
 import { LazyJsonSchemaValidator } from './lazy-validator.js';
 import type { HelperHeaders } from './helper-headers.js';
 import { listAll } from './paginate.js';
@@ -69,11 +69,18 @@ export interface ConnectOptions {
   timeoutMs?: number;
   /**
    * For stdio servers: no connect deadline. A server slower than `timeoutMs`
-   * keeps starting; the open ends on success, process exit, a transport error
-   * or `signal`. The caller reports the slow start (the machine's
-   * `connecting.slow`). Remote transports keep their deadline.
+   * keeps starting; the open ends on success, process exit, a transport error,
+   * `signal` or `startTimeoutMs`. The caller reports the slow start (the
+   * machine's `connecting.slow`). Remote transports keep their deadline.
    */
   backgroundStart?: boolean;
+  /**
+   * With `backgroundStart`, the bound of a stdio start (spawn, `initialize`
+   * and the first listings), counted from this call: past it the open fails
+   * with a `timeout` error naming the request that got no answer, and the
+   * process group is killed. Default: none (24 h).
+   */
+  startTimeoutMs?: number;
   clientInfo?: { name: string; version: string };
   /** Called for each event after the connection is established; never after our own `close()`. */
   onEvent?: (event: ConnectionEvent) => void;
@@ -182,6 +189,8 @@ class Connection implements LiveConnection {
   /** The first answer that no retry will change (see `isPermanentStatus`), while connecting. */
   private permanentStatus: number | undefined;
   private sessionDead = false;
+  /** The requests of the open still waiting for an answer, in the order they went out: what a start timeout names. */
+  private readonly unanswered = new Set<string>();
   /** Bumped by each list_changed notification, so a listing raced by one is taken again. */
   private readonly seq = { tools: 0, prompts: 0, resources: 0 };
   private failConnect: ((err: unknown) => void) | undefined;
@@ -256,13 +265,18 @@ class Connection implements LiveConnection {
     // A stdio server still starting is not failing: with `backgroundStart` its open has
     // no deadline and ends only on success, exit, a transport error or an abort.
     const bounded = !(this.opts.backgroundStart === true && this.kind === 'stdio');
+    // Background starts are bounded only by the start bound; the SDK's own request
+    // timeouts stay out of the way (the deadline aborts every request it covers).
+    const startBound = bounded ? undefined : this.opts.startTimeoutMs;
+    const limitMs = bounded ? this.timeoutMs : startBound;
     const openTimeout = bounded ? this.timeoutMs : UNBOUNDED_OPEN_MS;
-    const timer = bounded
-      ? setTimeout(() => {
-          timedOut = true;
-          deadline.abort(new Error('timeout'));
-        }, this.timeoutMs)
-      : undefined;
+    const timer =
+      limitMs !== undefined
+        ? setTimeout(() => {
+            timedOut = true;
+            deadline.abort(new Error('timeout'));
+          }, limitMs)
+        : undefined;
     const onOuterAbort = (): void => deadline.abort(outer?.reason);
     outer?.addEventListener('abort', onOuterAbort, { once: true });
     const interrupted = new Promise<never>((_, reject) => {
@@ -272,6 +286,7 @@ class Connection implements LiveConnection {
     interrupted.catch(() => {});
     const race = <T>(p: Promise<T>): Promise<T> => Promise.race([p, interrupted]);
     try {
+      this.unanswered.add('initialize');
       this.transport = await race(this.buildTransport());
       try {
         await race(this.client.connect(this.transport, { signal: deadline.signal, timeout: openTimeout }));
@@ -281,6 +296,7 @@ class Connection implements LiveConnection {
         await this.switchToSse();
         await race(this.client.connect(this.transport, { signal: deadline.signal, timeout: openTimeout }));
       }
+      this.unanswered.delete('initialize');
       this.opts.startPhase?.initialized?.();
       await this.initialList(race, deadline.signal, openTimeout);
       if (deadline.signal.aborted) throw deadline.signal.reason;
@@ -288,6 +304,7 @@ class Connection implements LiveConnection {
       this.helper?.arm();
     } catch (err) {
       await this.shutdown();
+      if (timedOut && startBound !== undefined) throw startTimeoutError(this.name, startBound, this.unanswered.values().next().value ?? 'initialize', err, (m) => this.withStderr(m));
       if (timedOut) throw timeoutError(this.name, this.timeoutMs, err, (m) => this.withStderr(m));
       if (outer?.aborted) throw abortedError(this.name, outer.reason);
       throw connectError(err, {
@@ -367,11 +384,14 @@ class Connection implements LiveConnection {
     // The three listings go out together: one round trip of the server instead of three.
     await Promise.all(
       (['tools', 'prompts', 'resources'] as const).map(async (kind) => {
+        const method = `${kind}/list`;
+        this.unanswered.add(method);
         for (let i = 0; i < MAX_INITIAL_RELISTS; i++) {
           const seq = this.seq[kind];
           await race(fetchers[kind]());
           if (seq === this.seq[kind]) break;
         }
+        this.unanswered.delete(method);
       }),
     );
   }

@@ -77,6 +77,20 @@ export function timeoutError(server: string, timeoutMs: number, cause: unknown, 
   });
 }
 
+/**
+ * The start of `server` ran past its start bound (`startTimeoutMs`) while
+ * `request` (`initialize`, `tools/list`, …) still had no answer. Not
+ * permanent: the supervisor retries it like any failed start.
+ */
+export function startTimeoutError(server: string, startTimeoutMs: number, request: string, cause: unknown, withStderr: WithStderr): McpReconcilerError {
+  const message = `Server "${server}" did not answer ${request} within ${startTimeoutMs} ms (its start bound, "startTimeoutMs"); its process was stopped`;
+  return new McpReconcilerError(ErrorCode.Timeout, withStderr(message), {
+    hint: 'Run its command by hand to see where it hangs; if it only needs longer to start (a first npx download), raise "startTimeoutMs" (ms) in its config.',
+    details: { server, startTimeoutMs, request },
+    cause,
+  });
+}
+
 /** The caller aborted the connect of `server`. */
 export function abortedError(server: string, reason: unknown): McpReconcilerError {
   return new McpReconcilerError(ErrorCode.ConnectFailed, `Connecting to server "${server}" was aborted`, {

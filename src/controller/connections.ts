@@ -28,6 +28,13 @@ export interface Lost {
   permanent?: boolean;
 }
 
+/** A connect attempt that left the connect queue: its server's start bound and readiness count from `at`. */
+export interface StartedConnect {
+  generation: number;
+  /** `performance.now()` when it left the queue (at once for transports the queue does not bound). */
+  at: number;
+}
+
 /** One server's live connection, as the `connect` actor left it. */
 export interface ConnectionRecord {
   conn: LiveConnection;
@@ -58,6 +65,8 @@ export interface ConnectionsDeps {
   env: NodeJS.ProcessEnv;
   envPolicy: ConnectOptions['envPolicy'] | undefined;
   connectTimeoutMs: number;
+  /** The start bound of a server whose config sets no `startTimeoutMs`. */
+  startTimeoutMs: number;
   /** The workspace root, canonical once started. */
   root(): string;
   /** The desired map as last reconciled. */
@@ -93,6 +102,13 @@ export class Connections {
   private readonly reportedConflicts = new Set<string>();
   /** The host's resource subscriptions, sent again to every new connection of their server. */
   readonly subscriptions: ResourceSubscriptions;
+  /** Each server's latest connect that left the queue. */
+  private readonly started = new Map<string, StartedConnect>();
+  /** When each server's first connect left the queue. */
+  private readonly firstStarted = new Map<string, number>();
+  private readonly startListeners = new Set<() => void>();
+  /** The turn the connects begun in this one wait for before they spawn anything (see `laterTurn`). */
+  private spawnTurn: Promise<void> | undefined;
 
   constructor(private readonly deps: ConnectionsDeps) {
     this.subscriptions = new ResourceSubscriptions({
@@ -126,6 +142,22 @@ export class Connections {
   /** The current connection of `name`, if it has one. */
   get(name: string): ConnectionRecord | undefined {
     return this.live.get(name);
+  }
+
+  /** `name`'s latest connect attempt that left the connect queue, if any. */
+  startedConnect(name: string): StartedConnect | undefined {
+    return this.started.get(name);
+  }
+
+  /** When `name`'s first connect attempt left the connect queue (`performance.now()`), if one did. */
+  firstStartedAt(name: string): number | undefined {
+    return this.firstStarted.get(name);
+  }
+
+  /** Call `listener` whenever a connect attempt leaves the queue; returns the unsubscribe function. */
+  onConnectStarted(listener: () => void): () => void {
+    this.startListeners.add(listener);
+    return () => this.startListeners.delete(listener);
   }
 
   /** Every current connection. */
@@ -166,14 +198,22 @@ export class Connections {
   private async connect(name: string, entry: DesiredServer, generation: number, signal: AbortSignal): Promise<ConnectOutput> {
     const { deps } = this;
     const token = Symbol(`${name}#${generation}`);
+    // Queued until marked below (a re-added server's generations start at 1 again).
+    this.started.delete(name);
     deps.connectStarted(name);
+    const stdio = transportOf(entry.config) === 'stdio';
+    // Each spawn blocks the main thread until exec (~10 ms, more on a busy machine): the
+    // whole admission pass (every cached listing registered) and the host's own turn
+    // come first.
+    if (stdio) await this.laterTurn();
     // The limiter bounds concurrent CPU-heavy process starts only (issue 10): the slot
     // goes back once the server answered `initialize` or sits idle, so hung handshakes
     // cannot starve the queue. Remote and in-process connects start no process here.
-    const hold =
-      transportOf(entry.config) === 'stdio'
-        ? holdWhileStarting(await deps.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks, ownCpuTicks, startCpuTicks: mainThreadTreeCpuTicks })
-        : undefined;
+    const hold = stdio
+      ? holdWhileStarting(await deps.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks, ownCpuTicks, startCpuTicks: mainThreadTreeCpuTicks })
+      : undefined;
+    // Time spent queued is not the server's: its start bound and readiness count from here.
+    this.markStarted(name, generation);
     let conn: LiveConnection;
     try {
       conn = await openConnection(entry, {
@@ -184,8 +224,9 @@ export class Connections {
         parentEnv: deps.env,
         cwd: deps.root(),
         timeoutMs: deps.connectTimeoutMs,
-        // Slow starts are the machine's `connecting.slow`, not a failure (issue 13).
+        // Slow starts are the machine's `connecting.slow`, not a failure (issue 13), up to the start bound.
         backgroundStart: true,
+        startTimeoutMs: entry.config.startTimeoutMs ?? deps.startTimeoutMs,
         clientInfo: { name: 'mcp-reconciler', version: '0.1.0' },
         onEvent: (e) => this.onConnectionEvent(name, token, e),
         ...(hold ? { startPhase: hold } : {}),
@@ -228,6 +269,28 @@ export class Connections {
     for (const t of this.deps.registry.skippedOf(name)) {
       if (t.invalid) this.deps.logger.warn(`MCP server "${name}": tool "${t.rawName}" is not registered: ${t.reason}`);
     }
+  }
+
+  /**
+   * A promise that resolves on a later turn of the event loop (a timer, so the
+   * host's immediates and pending I/O of this turn run before it), shared by
+   * every connect that began in this turn.
+   */
+  private laterTurn(): Promise<void> {
+    this.spawnTurn ??= new Promise<void>((resolve) =>
+      setTimeout(() => {
+        this.spawnTurn = undefined;
+        resolve();
+      }, 0),
+    );
+    return this.spawnTurn;
+  }
+
+  private markStarted(name: string, generation: number): void {
+    const at = performance.now();
+    this.started.set(name, { generation, at });
+    if (!this.firstStarted.has(name)) this.firstStarted.set(name, at);
+    for (const listener of this.startListeners) listener();
   }
 
   /** Log each new resource URI this server shares with another (the owner rule decides; nothing is rejected). */

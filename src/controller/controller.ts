@@ -3,7 +3,8 @@ import path from 'node:path';
 import { createActor, type Actor, type AnyActorRef, type InspectionEvent, type StateValue } from 'xstate';
 import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { reconcilerMachine } from '../../machines/reconciler.machine.js';
-import { isInTransit, isStartingSlowly, reasonOf, stateNameOf } from '../../machines/reason.js';
+import { isInTransit, reasonOf, stateNameOf } from '../../machines/reason.js';
+import { slowStartOf, type ServerContext } from '../../machines/server.machine.js';
 import type { DesiredMap, DesiredServer, ServerConfig } from '../../machines/types.js';
 import { ConfigReader, configSources } from '../config/reader.js';
 import { resolvePreset, type Preset } from '../config/presets.js';
@@ -44,6 +45,12 @@ import type {
 // Measured by `npm run bench` (N=50 stdio servers on 2 cores): 4 at once beat 2, 8,
 // 16 and all-at-once; starting servers is CPU-bound, so more only adds contention.
 const DEFAULT_CONNECT_CONCURRENCY = Math.max(2, 2 * availableParallelism());
+
+/** The start bound of a server whose config sets no `startTimeoutMs`: patient enough for a first `npx` download. */
+export const DEFAULT_START_TIMEOUT_MS = 180_000;
+
+/** `start()`'s readiness wait per server, counted from when its start left the connect queue. */
+const DEFAULT_READY_TIMEOUT_MS = 10_000;
 
 const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -150,6 +157,7 @@ export class McpController {
       env: this.env,
       envPolicy: options.envPolicy,
       connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
+      startTimeoutMs: options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
       root: () => this.root,
       desired: () => this.state.desired,
       cache: () => this.cache,
@@ -192,7 +200,7 @@ export class McpController {
     const lifecycle = {
       ...(options.startup ? { startup: options.startup } : {}),
       ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
-      startTimeoutMs: options.connectTimeoutMs ?? 30_000,
+      slowStartMs: options.connectTimeoutMs ?? 30_000,
       ...(options.onDemand ? { onDemand: true } : {}),
     };
     this.actor = createActor(reconcilerMachine.provide({ actors: { server } }), {
@@ -217,8 +225,12 @@ export class McpController {
 
   /**
    * Read the config, connect every admitted server and resolve once each has
-   * settled (connected, failed, waiting for approval or auth) or after
-   * `readyTimeoutMs` (SPEC §3.3). Idempotent.
+   * settled (connected, failed, waiting for approval or auth) or its
+   * readiness time ran out (SPEC §3.3): `readyTimeoutMs`, or its `timeout`
+   * when shorter, counted from when its start left the connect queue (time
+   * queued behind other starts is not its own). With `readyWait:
+   * 'start-bound'` a starting server is waited for until it connects or its
+   * start bound (`startTimeoutMs`) fails it. Idempotent.
    */
   start(): Promise<void> {
     this.started ??= this.doStart();
@@ -270,7 +282,7 @@ export class McpController {
     }
     await this.coalescer.request();
     if (this.disposing) return;
-    await this.waitSettled(this.options.readyTimeoutMs ?? 10_000);
+    await this.waitSettled(this.options.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS, this.options.readyWait === 'start-bound');
   }
 
   /**
@@ -353,31 +365,69 @@ export class McpController {
     if (this.emitter.has('client-update')) this.emitter.emit('client-update', { status: this.status() });
   }
 
-  private async waitSettled(timeoutMs: number): Promise<void> {
-    // Settled (SPEC §3.3): every state but those on their way to a connection. A server
-    // starting slower than its start timeout is settled-with-reason: it keeps starting
-    // in the background, and the host need not wait for it.
-    const isSettled = (ref: AnyActorRef): boolean => !isInTransit(stateNameOf(ref.getSnapshot())) || isStartingSlowly(ref.getSnapshot());
-    // The last server found unsettled is checked first: while it is still on its way, the
-    // other servers' state events need no scan of every actor (N² checks at a 50-server start).
-    let waitingFor: AnyActorRef | undefined;
+  /**
+   * Resolve once every server has settled or run out of readiness time (see
+   * {@link start}). A server still queued for a connect slot is always waited
+   * for: its clock has not started. A `connecting` one is waited for
+   * `min(readyMs, its timeout)` from when its start left the queue (with
+   * `untilStartBound`, until it leaves `connecting`: its start bound ends
+   * that); a reconnecting one `readyMs` from its first start.
+   */
+  private async waitSettled(readyMs: number, untilStartBound: boolean): Promise<void> {
+    /** `undefined` when settled, else until when it is waited for (`Infinity`: until its state or queue position changes). */
+    const waitUntil = (ref: AnyActorRef): number | undefined => {
+      const snap = ref.getSnapshot();
+      if (snap.status !== 'active') return undefined;
+      const state = stateNameOf(snap);
+      if (!isInTransit(state)) return undefined;
+      const name = ref.id;
+      if (state === 'connecting') {
+        const ctx = snap.context as ServerContext;
+        const started = this.connections.startedConnect(name);
+        if (!started || started.generation !== ctx.generation || untilStartBound) return Infinity;
+        return started.at + Math.min(readyMs, slowStartOf(ctx));
+      }
+      // Never started (queued, or failed before it left the queue): waited for like a queued one.
+      const first = this.connections.firstStartedAt(name);
+      return first === undefined ? Infinity : first + readyMs;
+    };
+    // A server waited for until its state changes is checked first: while it is still on its way,
+    // the other servers' events need no scan of every actor (N² checks at a 50-server start).
+    let blockedBy: AnyActorRef | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let wake: () => void = () => {};
     const settled = (): boolean => {
-      if (waitingFor && waitingFor.getSnapshot().status === 'active' && !isSettled(waitingFor)) return false;
-      waitingFor = [...this.view.serverActors().values()].find((ref) => !isSettled(ref));
-      return waitingFor === undefined;
+      if (blockedBy && waitUntil(blockedBy) === Infinity) return false;
+      blockedBy = undefined;
+      clearTimeout(timer);
+      const now = performance.now();
+      let next = Infinity;
+      for (const ref of this.view.serverActors().values()) {
+        const until = waitUntil(ref);
+        if (until === undefined || until <= now) continue;
+        if (until === Infinity) {
+          blockedBy = ref;
+          return false;
+        }
+        next = Math.min(next, until);
+      }
+      if (next === Infinity) return true;
+      // Not unref'd: a host awaiting start() must not exit underneath it.
+      timer = setTimeout(() => wake(), Math.ceil(next - now) + 1);
+      return false;
     };
     if (settled()) return;
     await new Promise<void>((resolve) => {
-      // Not unref'd: a host awaiting start() must not exit underneath it.
-      const timer = setTimeout(done, timeoutMs);
-      const off = this.emitter.on('server-state', () => {
-        if (settled()) done();
-      });
-      function done(): void {
+      const check = (): void => {
+        if (!settled()) return;
+        offState();
+        offStart();
         clearTimeout(timer);
-        off();
         resolve();
-      }
+      };
+      wake = check;
+      const offState = this.emitter.on('server-state', check);
+      const offStart = this.connections.onConnectStarted(check);
     });
   }
 

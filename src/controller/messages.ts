@@ -45,7 +45,7 @@ export function fixFor(reason: Reason, server: string, cli = 'mcp-reconciler'): 
     case 'removed':
       return 'add it back to a config file if you still need it';
     case 'starting_slowly':
-      return `wait for it (it keeps starting in the background; a call waits for it), or see why it is slow in its last error or by running its command by hand; raise "timeout" (ms) in its config if it always starts this slowly`;
+      return `wait for it (it keeps starting in the background, up to its start bound "startTimeoutMs" (default 180000 ms), after which it fails and is retried; a call waits for it), or see why it is slow in its last error or by running its command by hand; raise "timeout" (ms) in its config if it always starts this slowly, and "startTimeoutMs" if it needs longer than its start bound`;
   }
 }
 

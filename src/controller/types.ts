@@ -94,8 +94,29 @@ export interface McpControllerOptions {
    * `undefined`) the server is skipped with an issue saying how to answer.
    */
   resolveInput?: InputResolver;
-  /** `start()` resolves at the latest after this long. Default 10 000. */
+  /**
+   * How long `start()` waits for each admitted server to settle, counted from
+   * when its start left the connect queue (time queued behind other starts
+   * does not count); a server's own `timeout`, when shorter, ends the wait
+   * for it sooner. Default 10 000.
+   */
   readyTimeoutMs?: number;
+  /**
+   * `'readiness'` (default): `start()` waits for each server within
+   * `readyTimeoutMs`. `'start-bound'`: a starting server is waited for until
+   * it connects or its start bound (`startTimeoutMs`) fails it, for one-shot
+   * commands that report every server's outcome (`mcp-reconciler status`).
+   */
+  readyWait?: 'readiness' | 'start-bound';
+  /**
+   * The start bound of a stdio server whose config sets no `startTimeoutMs`:
+   * a start (spawn, `initialize`, the first listings) still unanswered this
+   * long after it left the connect queue fails with the request it waited
+   * for, its process group is killed, and the supervisor retries it like any
+   * failed start. Default 180 000 (3 minutes: room for a first `npx`
+   * download).
+   */
+  startTimeoutMs?: number;
   /** Supervisor policy (SPEC §5). */
   backoff?: Partial<BackoffPolicy>;
   /** Connect/list timeout when a server sets none. Default 30 000. */

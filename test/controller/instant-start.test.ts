@@ -270,3 +270,31 @@ describe('gates before any start', () => {
     expect(c.pids()).toEqual([]);
   });
 });
+
+describe('a warm start with eager servers', () => {
+  it('registers every cached listing, and gives the host its turn, before the first server process is spawned (N=10)', async () => {
+    const ws = h.workspace();
+    const names = Array.from({ length: 10 }, (_, i) => `w${String(i).padStart(2, '0')}`);
+    const config = (name: string) => stdioFixtureConfig('basic-server', { env: { TOOLS_VERSION: name } });
+    for (const name of names) await writeCache(ws, name, config(name), ['echo', 'add']);
+    const c = h.controller(ws, { listingCache: cacheDir(ws), startup: 'eager' });
+    for (const name of names) await c.addRuntimeServer(name, config(name));
+    // At each tools-changed: how many cached tools are visible, and how many server processes exist.
+    const seen: Array<{ tools: number; processes: number }> = [];
+    // How many processes exist when the host's next turn runs after every cached tool became visible.
+    let atHostTurn: number | undefined;
+    c.on('tools-changed', () => {
+      const tools = c.tools().filter((t) => t.cached).length;
+      seen.push({ tools, processes: c.pids().length });
+      if (tools === names.length * 2 && atHostTurn === undefined) setImmediate(() => (atHostTurn ??= c.pids().length));
+    });
+    await c.start();
+    const visible = seen.findIndex((s) => s.tools === names.length * 2);
+    expect(visible).toBeGreaterThanOrEqual(0);
+    // The event that made every cached tool visible, and each before it, came before any spawn.
+    expect(seen.slice(0, visible + 1).map((s) => s.processes)).toEqual(Array.from({ length: visible + 1 }, () => 0));
+    // The spawns begin on a later turn: the host gets its turn (answering a client, say) before they block the main thread.
+    expect(atHostTurn).toBe(0);
+    for (const name of names) expect(row(c, name).state).toBe('connected');
+  });
+});

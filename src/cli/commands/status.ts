@@ -32,7 +32,10 @@ export function invalidToolWarnings(rows: readonly ServerStatus[]): string[] {
 async function run(ctx: CliContext): Promise<number> {
   const issues: ConfigIssue[] = [];
   const readyTimeoutMs = parseTimeoutMs(ctx.values);
-  const rows = await withController(ctx, async (c) => c.status(), readyTimeoutMs === undefined ? {} : { readyTimeoutMs }, (c) => {
+  // Without --timeout every starting server is reported with its outcome: connected, or
+  // failed by its own start bound (counted from when it left the connect queue).
+  const wait = readyTimeoutMs === undefined ? ({ readyWait: 'start-bound' } as const) : { readyTimeoutMs };
+  const rows = await withController(ctx, async (c) => c.status(), wait, (c) => {
     c.on('config-error', (e) => issues.push(...e.issues));
   });
   if (ctx.global.json) {
@@ -57,6 +60,12 @@ export const statusCommand: CliCommand = {
     "mcp-reconciler status --timeout 30000 --json",
   ],
   summary: 'start the servers, wait until they settle, print their state, exit',
-  options: { timeout: { type: 'string', value: 'MS', help: 'wait at most MS milliseconds for the servers to settle (default 10000)' } },
+  options: {
+    timeout: {
+      type: 'string',
+      value: 'MS',
+      help: "wait at most MS milliseconds for each server to settle, counted from its start (default: until it connects or its start bound, startTimeoutMs, fails it)",
+    },
+  },
   run,
 };
