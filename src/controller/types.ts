@@ -28,6 +28,11 @@ export interface ServerStatus {
   reason: Reason | undefined;
   /** Registered tool names (`mcp__<server>__<tool>`). */
   tools: string[];
+  /**
+   * What the registered tools' definitions cost in a model's context, summed
+   * (see `RegisteredTool.tokens`); counted when first read.
+   */
+  readonly tokens: number;
   /** Registered prompt names. */
   prompts: string[];
   /** URIs of the resources the server lists (shadowed ones included; see `resources()` for owners). */
