@@ -43,7 +43,7 @@ export interface ExposedTools {
 export interface OwnToolDefinition {
   name: string;
   description: string;
-  inputSchema: { type: 'object'; properties: Record<string, unknown>; required?: string[] };
+  inputSchema: { type: 'object'; properties: Record<string, object>; required?: string[] };
 }
 
 /** Finds tools: what a model calls when the tool it needs is not listed. */
