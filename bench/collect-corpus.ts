@@ -43,7 +43,6 @@ const PUBLISHED: Published[] = [
   { server: 'kubernetes', pkg: 'mcp-server-kubernetes' },
   { server: 'browsermcp', pkg: '@browsermcp/mcp' },
   { server: 'playwright-ea', pkg: '@executeautomation/playwright-mcp-server' },
-  { server: 'heroku', pkg: '@heroku/mcp-server' },
   { server: 'puppeteer', pkg: '@modelcontextprotocol/server-puppeteer' },
   { server: 'azure-devops', pkg: '@tiberriver256/mcp-server-azure-devops', env: { AZURE_DEVOPS_ORG_URL: 'https://dev.azure.com/unused', AZURE_DEVOPS_AUTH_METHOD: 'pat', AZURE_DEVOPS_PAT: 'unused' } },
 ];

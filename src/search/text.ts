@@ -37,9 +37,20 @@ export function isStopWord(word: string): boolean {
   return STOP_WORDS.has(word);
 }
 
+/** Stems by word: descriptions repeat their words, and stemming is most of the indexing time. */
+const stems = new Map<string, string>();
+const MAX_STEMS = 100_000;
+
 /** The term a word is indexed and searched under (its Porter stem). */
 export function termOf(word: string): string {
-  return word.length <= 3 ? word : stemmer(word);
+  if (word.length <= 3) return word;
+  let stem = stems.get(word);
+  if (stem === undefined) {
+    stem = stemmer(word);
+    if (stems.size >= MAX_STEMS) stems.clear();
+    stems.set(word, stem);
+  }
+  return stem;
 }
 
 /** Index terms of a text: its words less stop words, stemmed (repeats kept, they count). */

@@ -52,6 +52,8 @@ const RELATED_WEIGHT = 0.35;
 /** Expansions of a word some tool already uses count this much less. */
 const KNOWN_WORD_SCALE = 0.3;
 const DEFAULT_LIMIT = 10;
+const MAX_DESCRIPTION = 1_200;
+const MAX_PARAMS = 1_200;
 
 /** Parameter names and descriptions of an input schema, one level of nesting deep. */
 function paramText(schema: unknown, depth = 0): string {
@@ -88,8 +90,9 @@ function docOf(tool: RegisteredTool): Doc {
     name: nameWords,
     title: tool.title ?? '',
     summary,
-    description: rest,
-    params: paramText(tool.inputSchema),
+    // Past the first paragraphs long descriptions are usage notes and examples: they cost index time and blur the match.
+    description: rest.slice(0, MAX_DESCRIPTION),
+    params: paramText(tool.inputSchema).slice(0, MAX_PARAMS),
     serverWords: words(tool.server).join(' '),
   };
 }
@@ -105,6 +108,8 @@ export class ToolSearch {
   private readonly index: MiniSearch<Doc>;
   private wordnet: WordNet | undefined | null;
   private readonly expansions = new Map<string, Map<string, number>>();
+  /** Every term ever indexed (never shrinks: a term whose tools left only keeps its expansions lighter). */
+  private readonly vocabulary = new Set<string>();
 
   private constructor(
     private readonly source: ToolSource,
@@ -114,7 +119,11 @@ export class ToolSearch {
       fields: ['name', 'title', 'summary', 'description', 'params', 'serverWords'],
       storeFields: ['server'],
       tokenize: (text) => [text],
-      processTerm: (text) => terms(text),
+      processTerm: (text) => {
+        const out = terms(text);
+        for (const t of out) this.vocabulary.add(t);
+        return out;
+      },
       searchOptions: { boost: BOOST, bm25: BM25 },
     });
   }
@@ -192,7 +201,7 @@ export class ToolSearch {
       put(termOf(w), 1);
       // A word the tools already use speaks for itself: its synonyms mostly add noise. A word
       // no tool uses is where the expansion earns its keep.
-      const known = this.index.search(termOf(w), { tokenize: (x) => [x], processTerm: (x) => x, prefix: false, fuzzy: false }).length > 0;
+      const known = this.vocabulary.has(termOf(w));
       const scale = known ? KNOWN_WORD_SCALE : 1;
       for (const [term, weight] of aliases) put(term, weight * scale);
     }
