@@ -15,6 +15,9 @@ export type {
   Logger,
 } from './controller/types.js';
 export type { RegisteredTool, RegisteredPrompt, SkippedTool } from './registry/registry.js';
+export type { ToolMatch, SearchToolsOptions } from './search/tool-search.js';
+export { TOKEN_ENCODING } from './registry/tokens.js';
+export { SEARCH_TOOL, CALL_TOOL, type ToolExposure, type ToolExposureMode, type ExposedTools, type OwnToolDefinition } from './search/exposure.js';
 export type { RegisteredResource, RegisteredResourceTemplate, ResourceChange, ResourceConflict } from './registry/resources.js';
 export type { ResourceUpdate, ResourceUpdateListener } from './connection/subscriptions.js';
 export { gatingEqual, type GatingLists } from './gating/equality.js';

@@ -20,6 +20,9 @@ import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import type { AuthorizeOptions } from '../auth/manager.js';
 import { workspaceRoots, type ClientFeatures } from '../connection/client-capabilities.js';
 import type { Root } from '@modelcontextprotocol/sdk/types.js';
+import type { SearchToolsOptions, ToolMatch, ToolSearch } from '../search/tool-search.js';
+import { selectTools, type ExposedTools } from '../search/exposure.js';
+import { ToolUsage } from '../search/usage.js';
 import { AuthHooks } from './auth.js';
 import { Calls } from './calls.js';
 import { Connections } from './connections.js';
@@ -95,6 +98,11 @@ export class McpController {
   private roots: Root[] | undefined;
   /** Servers a host holds ({@link hold}), and the actor each was last told: a re-spawned actor is told again. */
   private readonly holds = new Map<string, AnyActorRef | undefined>();
+  /** The tool search index, loaded and built on the first search, then kept in step with the registry. */
+  private searchIndex: Promise<ToolSearch> | undefined;
+  private searchReady: ToolSearch | undefined;
+  /** Call counts of this workspace's tools; persisted once `start()` knows the cache folder. */
+  private usage = new ToolUsage(false, '');
 
   constructor(private readonly options: McpControllerOptions) {
     this.logger = { ...silentLogger, ...(options.logger ?? {}) };
@@ -190,6 +198,7 @@ export class McpController {
           updated: [...change.updated],
         });
       }
+      this.searchReady?.apply(change);
       // A server that lost entries to another's shared prefix ends its generation.
       if (change.removed.length > 0 || change.prompts.removed.length > 0) this.connections.endIfConflicted(change.server);
       this.emitClientUpdate();
@@ -248,6 +257,11 @@ export class McpController {
       onError: (err) => this.logger.warn(`listing cache: ${describeError(err)}`),
       onWarning: (message) => this.logger.warn(message),
     });
+    const counted = this.usage.snapshot();
+    this.usage = new ToolUsage(cacheDir === false ? false : path.resolve(this.root, cacheDir), this.root, (err) =>
+      this.logger.warn(`tool usage counts: ${describeError(err)}`),
+    );
+    for (const [name, n] of counted) for (let i = 0; i < n; i++) this.usage.record(name);
     // Before anything is spawned: a previous host of this workspace that was SIGKILLed
     // may have left detached servers running (issue 10).
     const stateFile = this.options.processStateFile ?? defaultProcessStatePath(this.root, this.env);
@@ -316,8 +330,10 @@ export class McpController {
     this.auth.dispose();
     await this.tracker.killAll();
     await this.cache?.flush();
+    this.usage.save();
     this.actor.stop();
     this.registry.clear();
+    this.searchReady?.close();
     this.emitter.clear();
   }
 
@@ -463,6 +479,52 @@ export class McpController {
     return this.registry.tools();
   }
 
+  /**
+   * The registered tools that best match `query` (words of a task, e.g.
+   * "delete the old folder"), best first, each as {@link tools} lists it with
+   * its score. BM25+ over each tool's name (split at `_`, `-`, camelCase),
+   * title, description, parameter names and descriptions and server name;
+   * the query is widened with stems, prefixes, typos, developer shorthand and
+   * WordNet synonyms and related words (weighted below the query's own).
+   * Only registered tools are found: never one of a server that is pending
+   * approval, rejected, excluded or disabled. `servers` narrows the search to
+   * those servers, `limit` (default 10) caps the list. The index is built
+   * on the first call and then follows the registry, one server at a time.
+   */
+  async searchTools(query: string, options: SearchToolsOptions = {}): Promise<ToolMatch[]> {
+    this.assertLive();
+    const index = await this.toolSearch();
+    return index.search(query, options);
+  }
+
+  /**
+   * The tools to hand a model under the `toolExposure` option: every
+   * registered tool (of `servers`, when given) in `all` mode, or while they
+   * fit `auto`'s caps; otherwise the tools `found` by this session's
+   * searches, the pinned ones and the most called ones that fit, with
+   * `searchTools: true` telling the host to offer a search tool and a call
+   * tool (see `SEARCH_TOOL`, `CALL_TOOL`) for the rest.
+   */
+  exposedTools(options: { servers?: Iterable<string>; found?: ReadonlySet<string> } = {}): ExposedTools {
+    const scope = options.servers === undefined ? undefined : new Set(options.servers);
+    const tools = scope ? this.registry.tools().filter((t) => scope.has(t.server)) : this.registry.tools();
+    return selectTools(tools, this.options.toolExposure, { usage: this.usage.snapshot(), ...(options.found ? { found: options.found } : {}) });
+  }
+
+  /** How often each tool was called in this workspace (kept across runs beside the listing cache). */
+  toolUsage(): ReadonlyMap<string, number> {
+    return this.usage.snapshot();
+  }
+
+  private toolSearch(): Promise<ToolSearch> {
+    this.searchIndex ??= import('../search/tool-search.js').then(({ ToolSearch }) => {
+      // Built from the registry as it is now; every change from here on reaches it through onChange.
+      this.searchReady = ToolSearch.build(this.registry);
+      return this.searchReady;
+    });
+    return this.searchIndex;
+  }
+
   /** Every registered prompt, across servers. */
   prompts(): RegisteredPrompt[] {
     return this.registry.prompts();
@@ -484,6 +546,7 @@ export class McpController {
    */
   async callTool(name: string, args: Record<string, unknown> = {}, opts: CallToolOptions = {}): Promise<CallToolResult> {
     this.assertLive();
+    this.usage.record(name);
     return this.calls.callTool(name, args, opts);
   }
 

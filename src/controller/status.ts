@@ -5,6 +5,7 @@ import type { DesiredMap, DesiredServer } from '../../machines/types.js';
 import { transportOf } from '../config/identity.js';
 import { registeredToolName, sanitiseNamePart } from '../registry/naming.js';
 import type { ToolRegistry } from '../registry/registry.js';
+import { defineLazyTokens } from '../registry/tokens.js';
 import type { Connections } from './connections.js';
 import { describeReason, fixFor } from './messages.js';
 import type { Reason, ServerStateName, ServerStatus } from './types.js';
@@ -74,7 +75,7 @@ export class StatusView {
       const resources = registry.resources.resourcesOf(name);
       const templates = registry.resources.templatesOf(name);
       const conn = connections.get(name)?.conn;
-      rows.push({
+      const row = {
         name,
         scope: ctx.entry.scope,
         source: ctx.entry.source,
@@ -92,12 +93,16 @@ export class StatusView {
         attempt: ctx.attempt,
         pid: conn?.pid,
         transport: conn?.transportType ?? transportOf(ctx.entry.config),
-      });
+      } as Omit<ServerStatus, 'tokens'>;
+      // Counted only when read: most status readers never look, and the tokenizer is heavy to load.
+      defineLazyTokens(row, () => tools.reduce((sum, t) => sum + t.tokens, 0));
+      rows.push(row as ServerStatus);
     }
     for (const name of this.removed()) {
       if (actors.has(name)) continue;
       rows.push({
         name,
+        tokens: 0,
         scope: undefined,
         source: undefined,
         state: 'removed',

@@ -12,6 +12,7 @@ import type { AuthorizationUrlHandler } from '../auth/manager.js';
 import type { AuthorizationGrantHandler } from '../auth/cross-app-access.js';
 import type { TokenStore } from '../auth/token-store.js';
 import type { Root } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolExposure } from '../search/exposure.js';
 
 import type { PublicStatus, Reason, ServerStateName } from '../../machines/reason.js';
 
@@ -28,6 +29,11 @@ export interface ServerStatus {
   reason: Reason | undefined;
   /** Registered tool names (`mcp__<server>__<tool>`). */
   tools: string[];
+  /**
+   * What the registered tools' definitions cost in a model's context, summed
+   * (see `RegisteredTool.tokens`); counted when first read.
+   */
+  readonly tokens: number;
   /** Registered prompt names. */
   prompts: string[];
   /** URIs of the resources the server lists (shadowed ones included; see `resources()` for owners). */
@@ -64,6 +70,13 @@ export interface Logger {
 
 /** Options of {@link createMcpController} (SPEC §10). Everything but `cwd` is optional. */
 export interface McpControllerOptions {
+  /**
+   * Which tools {@link McpController.exposedTools} hands a model: `all`
+   * (default), `search` (a search tool and a call tool), or `auto` (all while
+   * within `maxTools` / `maxToolTokens`, else pinned and most used tools plus
+   * the search pair). The gateway (`serve --tools`) follows it per session.
+   */
+  toolExposure?: ToolExposure;
   /** The workspace root. Its real path keys approvals. */
   cwd: string;
   /** Explicit config sources; wins over `preset`. */

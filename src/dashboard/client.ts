@@ -162,6 +162,7 @@ export const CLIENT_JS = String.raw`
     fact(card.facts, 'source', s.sourceLabel || s.source, 'mono');
     fact(card.facts, 'generation', s.generation ? s.generation + (s.attempt ? ' (attempt ' + s.attempt + ')' : '') : '');
     fact(card.facts, 'pid', s.pid);
+    if (s.tools.length > 0) fact(card.facts, 'tokens', s.tokens + ' (tool definitions)', 'tokens');
     card.tools.textContent = '';
     // Tools from the listing cache (a dormant or still-connecting server) are drawn apart.
     s.tools.forEach(function (t) {
@@ -180,7 +181,8 @@ export const CLIENT_JS = String.raw`
   function renderSummary(servers) {
     var counts = { connected: 0, dormant: 0, connecting: 0, pending: 0, failed: 0, 'needs-auth': 0, disabled: 0 };
     var tools = 0;
-    servers.forEach(function (s) { counts[s.status] = (counts[s.status] || 0) + 1; tools += s.tools.length; });
+    var tokens = 0;
+    servers.forEach(function (s) { counts[s.status] = (counts[s.status] || 0) + 1; tools += s.tools.length; tokens += s.tokens || 0; });
     var summary = document.getElementById('summary');
     summary.textContent = '';
     function stat(kind, n, label) {
@@ -193,6 +195,7 @@ export const CLIENT_JS = String.raw`
     stat('connecting', counts.connecting, 'connecting');
     stat('failed', counts.failed + counts['needs-auth'], 'failed / needs auth');
     stat('tools', tools, 'tools registered');
+    stat('tokens', tokens, 'tokens of tool definitions');
     var promptable = servers.filter(function (s) { return s.promptable; }).map(function (s) { return s.name; });
     var notice = document.getElementById('notice');
     notice.hidden = promptable.length === 0;

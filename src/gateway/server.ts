@@ -22,6 +22,7 @@ import type { GatewayPool, PoolSession } from './pool.js';
 import { inScope, type SessionScope } from './scope.js';
 import { outsideScope, unservedName } from './refusals.js';
 import { serveResources } from './resources.js';
+import { SessionExposure } from './exposure.js';
 
 /** The gateway's name and version in `initialize`. */
 export const GATEWAY_INFO = Object.freeze({ name: 'mcp-reconciler', version: '0.1.0' });
@@ -106,11 +107,12 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
 
   const resources = serveResources(server, pool, { sessionId: session.id, scope, timeoutMs: callTimeoutMs });
   const { names } = pool;
+  // `serve --tools search|auto`: what the list shows, and the search pair.
+  const exposure = new SessionExposure(controller, names, scope, () => mark('tools'));
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     await pool.ready(session.id);
-    const tools: Tool[] = names
-      .tools()
-      .filter(({ entry }) => inScope(scope, entry.server))
+    const exposed = exposure.list(names.tools().filter(({ entry }) => inScope(scope, entry.server)));
+    const tools: Tool[] = exposed.tools
       .map(({ name, entry: t }) => ({
         name,
         ...(t.title !== undefined ? { title: t.title } : {}),
@@ -119,7 +121,7 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
         ...(t.outputSchema !== undefined ? { outputSchema: t.outputSchema } : {}),
         ...(t.annotations !== undefined ? { annotations: t.annotations } : {}),
       }));
-    return { tools };
+    return { tools: [...tools, ...exposed.own] };
   });
 
   server.setRequestHandler(ListPromptsRequestSchema, async () => {
@@ -140,7 +142,10 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
   // entry's registry name in the same tick, so no registry change can come between.
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     await pool.ready(session.id);
-    const name = request.params.name;
+    const routed = await exposure.route(request.params.name, request.params.arguments);
+    if (routed && 'result' in routed) return routed.result;
+    const name = routed ? routed.name : request.params.name;
+    const args = routed ? routed.arguments : request.params.arguments;
     const resolved = names.resolve('tool', name);
     if (resolved.kind !== 'entry') return errorResult(unservedName(controller, names, scope, 'Tool', name, resolved));
     const { server: owner, name: registryName } = resolved.entry;
@@ -148,7 +153,7 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
     const progressToken = request.params._meta?.progressToken;
     const endCall = pool.trackCall(session.id, owner, extra.requestId);
     try {
-      return await controller.callTool(registryName, request.params.arguments ?? {}, {
+      return await controller.callTool(registryName, args ?? {}, {
         signal: extra.signal,
         timeoutMs: callTimeoutMs,
         ...(progressToken !== undefined

@@ -4,6 +4,7 @@ import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { compareCodePoints, registeredPromptName, registeredToolName, toolPrefix } from './naming.js';
 import { notifyAll } from '../util/listeners.js';
 import { ResourceRegistry } from './resources.js';
+import { countDefinitionTokens, defineLazyTokens } from './tokens.js';
 
 /** Which raw tool names of a server are registered (SPEC §2.2 `includeTools` / `excludeTools`). */
 export interface ToolFilter {
@@ -31,6 +32,12 @@ export interface RegisteredTool {
    * from a listing of the running server; the next live listing replaces it.
    */
   cached?: true;
+  /**
+   * What the definition costs in a model's context: tokens of `name`,
+   * `description` and `inputSchema` as JSON, with the `o200k_base` encoding.
+   * Counted on first read (the tokenizer loads then), cached per definition.
+   */
+  readonly tokens: number;
 }
 
 /** A prompt as the host sees it: `name` is `mcp__<server>__<prompt>`. */
@@ -146,13 +153,14 @@ function filterReason(rawName: string, filter: ToolFilter): string | undefined {
 }
 
 function toRegisteredTool(server: string, tool: Tool, generation: number, cached?: boolean): RegisteredTool {
-  const out: RegisteredTool = { name: registeredToolName(server, tool.name), server, rawName: tool.name, inputSchema: tool.inputSchema, generation };
+  const out = { name: registeredToolName(server, tool.name), server, rawName: tool.name, inputSchema: tool.inputSchema, generation } as Omit<RegisteredTool, 'tokens'>;
   if (cached) out.cached = true;
   if (tool.title !== undefined) out.title = tool.title;
   if (tool.description !== undefined) out.description = tool.description;
   if (tool.outputSchema !== undefined) out.outputSchema = tool.outputSchema;
   if (tool.annotations !== undefined) out.annotations = tool.annotations;
-  return Object.freeze(out);
+  defineLazyTokens(out, () => countDefinitionTokens({ name: out.name, description: out.description, inputSchema: out.inputSchema }));
+  return Object.freeze(out as RegisteredTool);
 }
 
 function toRegisteredPrompt(server: string, prompt: Prompt, generation: number, cached?: boolean): RegisteredPrompt {
@@ -191,12 +199,22 @@ function diffNames<T extends { name: string; generation: number }>(before: reado
   const old = new Map(before.map((e) => [e.name, e]));
   const now = new Map(after.map((e) => [e.name, e]));
   // Where an entry came from (generation, the cache) is not part of its definition: a live listing that confirms the cache changes nothing.
-  const sameDefinition = (a: T, b: T): boolean => deepEqual({ ...a, generation: 0, cached: undefined }, { ...b, generation: 0, cached: undefined });
+  // `tokens` follows from the definition, and reading it would load the tokenizer.
+  const sameDefinition = (a: T, b: T): boolean => deepEqual(definitionOf(a), definitionOf(b));
   return {
     added: after.filter((e) => !old.has(e.name)).map((e) => e.name),
     removed: before.filter((e) => !now.has(e.name)).map((e) => e.name),
     updated: after.filter((e) => old.has(e.name) && !sameDefinition(old.get(e.name)!, e)).map((e) => e.name),
   };
+}
+
+const NOT_DEFINITION = new Set(['generation', 'cached', 'tokens']);
+
+/** An entry's own fields that make up its definition, read without touching lazy ones. */
+function definitionOf(entry: object): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(entry)) if (!NOT_DEFINITION.has(key)) out[key] = (entry as Record<string, unknown>)[key];
+  return out;
 }
 
 function isEmpty(c: NameChanges): boolean {

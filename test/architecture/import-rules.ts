@@ -15,7 +15,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['src/util', 'src/errors', 'src/format'],
   ['src/registry', 'src/gating'],
   ['src/config'],
-  ['src/approvals', 'src/cache'],
+  ['src/approvals', 'src/cache', 'src/search'],
   ['src/connection', 'src/auth'],
   ['src/watch'],
   ['src/controller'],

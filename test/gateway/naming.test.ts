@@ -9,7 +9,7 @@ import type { RegisteredPrompt, RegisteredTool } from '../../src/registry/regist
 import { CLIENT_TOOL_NAME_PATTERN, gatewayName, GatewayNames, validateSeparator, type NameCollision } from '../../src/gateway/naming.js';
 
 function tool(server: string, rawName: string): RegisteredTool {
-  return { name: registeredToolName(server, rawName), server, rawName, inputSchema: { type: 'object' }, generation: 1 };
+  return { name: registeredToolName(server, rawName), server, rawName, inputSchema: { type: 'object' }, generation: 1, tokens: 1 };
 }
 
 function names(tools: RegisteredTool[], separator?: string, servers: string[] = [...new Set(tools.map((t) => t.server))]) {

@@ -47,6 +47,7 @@ describe('ToolRegistry.commit', () => {
         outputSchema,
         annotations: { readOnlyHint: true },
         generation: 3,
+        tokens: expect.any(Number),
       },
     ]);
     expect(r.prompts()).toEqual([{ name: 'mcp__fs__review', server: 'fs', rawName: 'review', arguments: [{ name: 'file', required: true }], generation: 3 }]);

@@ -13,6 +13,7 @@ import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js'
 import { controllerOptionsFor } from '../controller-session.js';
 import { writeRaw } from '../output.js';
 import { untilStopped } from '../until-stopped.js';
+import type { ToolExposure, ToolExposureMode } from '../../search/exposure.js';
 
 /** Environment variable that fixes the HTTP access token (for client config files); random when unset. */
 export const GATEWAY_TOKEN_ENV = 'MCP_RECONCILER_GATEWAY_TOKEN';
@@ -33,6 +34,37 @@ interface ServeArgs {
   idleTimeoutMs: number | undefined;
   sessionIdleTimeoutMs: number | undefined;
   separator: string | undefined;
+  exposure: ToolExposure | undefined;
+}
+
+const EXPOSURE_MODES: readonly ToolExposureMode[] = ['all', 'search', 'auto'];
+
+/** `--tools`, `--max-tools`, `--max-tool-tokens`; a cap alone means `auto`. */
+function parseExposure(v: CliContext['values']): ToolExposure | undefined {
+  const count = (key: string): number | undefined => {
+    const raw = v[key];
+    if (raw === undefined) return undefined;
+    const text = typeof raw === 'string' ? raw.trim() : '';
+    if (!/^\d+$/.test(text) || Number(text) < 1) throw usage(`--${key} must be a whole number of at least 1, not ${JSON.stringify(String(raw))}`, `e.g. --${key} ${key === 'max-tools' ? '128' : '20000'}`);
+    return Number(text);
+  };
+  const maxTools = count('max-tools');
+  const maxToolTokens = count('max-tool-tokens');
+  let mode: ToolExposureMode | undefined;
+  if (v.tools !== undefined) {
+    if (typeof v.tools !== 'string' || !EXPOSURE_MODES.includes(v.tools as ToolExposureMode)) {
+      throw usage(`--tools must be all, search or auto, not ${JSON.stringify(String(v.tools))}`, 'all: every tool; search: search_tools and call_tool; auto: all while under --max-tools / --max-tool-tokens');
+    }
+    mode = v.tools as ToolExposureMode;
+  }
+  if (mode === 'auto' && maxTools === undefined && maxToolTokens === undefined) {
+    throw usage('--tools auto needs a budget', 'add --max-tools N and/or --max-tool-tokens T (e.g. --max-tools 128 for VS Code)');
+  }
+  if ((mode === 'all' || mode === 'search') && (maxTools !== undefined || maxToolTokens !== undefined)) {
+    throw usage(`--max-tools and --max-tool-tokens apply to --tools auto, not --tools ${mode}`, 'drop --tools (a cap alone means auto), or drop the caps');
+  }
+  if (mode === undefined && maxTools === undefined && maxToolTokens === undefined) return undefined;
+  return { mode: mode ?? 'auto', ...(maxTools !== undefined ? { maxTools } : {}), ...(maxToolTokens !== undefined ? { maxToolTokens } : {}) };
 }
 
 function parseServeArgs(ctx: CliContext): ServeArgs {
@@ -73,6 +105,7 @@ function parseServeArgs(ctx: CliContext): ServeArgs {
     idleTimeoutMs: parseTimeoutMs(v, 'idle-timeout'),
     sessionIdleTimeoutMs: parseTimeoutMs(v, 'session-idle-timeout'),
     separator: v.separator === undefined ? undefined : validateSeparator(typeof v.separator === 'string' ? v.separator : '', '--separator'),
+    exposure: parseExposure(v),
   };
 }
 
@@ -130,6 +163,7 @@ async function run(ctx: CliContext): Promise<number> {
     // stops idle-timeout ms after the last such session left; one nobody names never starts.
     onDemand: true,
     ...(args.lazy ? { startup: 'lazy' as const } : {}),
+    ...(args.exposure ? { toolExposure: args.exposure } : {}),
     idleTimeoutMs: args.idleTimeoutMs ?? GATEWAY_IDLE_TIMEOUT_MS,
     onElicitation: (server, request, opts) => pool?.elicit(server, request, opts) ?? { action: 'decline' },
     onSampling: (server, request, opts) => {
@@ -223,6 +257,7 @@ export const serveCommand: CliCommand = {
     'mcp-reconciler serve --stdio                # register this command in Claude Desktop, Cursor or VS Code',
     'mcp-reconciler serve --http --port 7331     # streamable HTTP on 127.0.0.1; the access token is printed on stderr',
     'mcp-reconciler serve --stdio --servers github,docs',
+    'mcp-reconciler serve --stdio --max-tools 128      # VS Code: every tool while under 128, else search_tools + call_tool',
   ],
   summary: 'serve the managed servers’ tools and prompts as one MCP server (stdio or HTTP gateway)',
   options: {
@@ -240,6 +275,9 @@ export const serveCommand: CliCommand = {
       help: 'HTTP: end a session with no request or open stream for MS (default 1800000, 30 min), releasing its servers',
     },
     separator: { type: 'string', value: 'SEP', help: 'tool and prompt names mcp<SEP><server><SEP><tool> (default __; letters, digits, _ and - only)' },
+    tools: { type: 'string', value: 'all|search|auto', help: 'all: list every tool (default); search: only search_tools + call_tool (found tools join the list); auto: all while under the caps, else pinned and most used tools + the search pair' },
+    'max-tools': { type: 'string', value: 'N', help: 'auto: list every tool only while a session has at most N (e.g. 128 for VS Code, 40 for Cursor); implies --tools auto' },
+    'max-tool-tokens': { type: 'string', value: 'T', help: 'auto: list every tool only while their definitions cost at most T tokens (o200k_base); implies --tools auto' },
   },
   run,
 };

@@ -5,17 +5,24 @@ import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js'
 import { withController } from '../controller-session.js';
 import { displayPath } from '../../format/paths.js';
 import { table } from '../output.js';
+import { TOKEN_ENCODING } from '../../registry/tokens.js';
 
-/** One human line per server: name, scope, state, tools, reason, source, transport (the one in use once connected), stdio PID. */
+/** What every server's tool definitions cost together, in tokens. */
+export function totalTokens(rows: readonly ServerStatus[]): number {
+  return rows.reduce((sum, r) => sum + r.tokens, 0);
+}
+
+/** One human line per server: name, scope, state, tools, their tokens, reason, source, transport (the one in use once connected), stdio PID. */
 export function statusTable(rows: readonly ServerStatus[], root: string, home: string): string {
   if (rows.length === 0) return 'no servers configured';
   return table([
-    ['NAME', 'SCOPE', 'STATE', 'TOOLS', 'REASON', 'SOURCE', 'TRANSPORT', 'PID'],
+    ['NAME', 'SCOPE', 'STATE', 'TOOLS', 'TOKENS', 'REASON', 'SOURCE', 'TRANSPORT', 'PID'],
     ...rows.map((r) => [
       r.name,
       r.scope ?? '-',
       r.state,
       String(r.tools.length),
+      String(r.tokens),
       r.reason ?? (r.lastError ? `error: ${r.lastError.split('\n')[0]!.slice(0, 80)}` : '-'),
       r.source ? displayPath(r.source, root, home) : '-',
       r.transport ?? '-',
@@ -39,9 +46,10 @@ async function run(ctx: CliContext): Promise<number> {
     c.on('config-error', (e) => issues.push(...e.issues));
   });
   if (ctx.global.json) {
-    ctx.io.stdout.write(`${JSON.stringify({ servers: rows, issues }, null, 2)}\n`);
+    ctx.io.stdout.write(`${JSON.stringify({ servers: rows, totalTokens: totalTokens(rows), issues }, null, 2)}\n`);
   } else {
     ctx.io.stdout.write(`${statusTable(rows, ctx.global.root, ctx.global.home)}\n`);
+    if (rows.length > 0) ctx.io.stdout.write(`total: ${rows.reduce((n, r) => n + r.tools.length, 0)} tools, ${totalTokens(rows)} tokens (${TOKEN_ENCODING})\n`);
     for (const i of issues) ctx.io.stderr.write(`warning: ${formatIssue(i)}\n`);
     for (const w of invalidToolWarnings(rows)) ctx.io.stderr.write(`warning: ${w}\n`);
     const pending = rows.filter((r) => r.reason === 'pending_approval').map((r) => r.name);

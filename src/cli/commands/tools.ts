@@ -15,8 +15,8 @@ async function run(ctx: CliContext): Promise<number> {
   else {
     ctx.io.stdout.write(
       `${table([
-        ['TOOL', 'SERVER', 'DESCRIPTION'],
-        ...tools.map((t) => [t.name, t.server, (t.description ?? '').split('\n')[0]!.slice(0, 70)]),
+        ['TOOL', 'SERVER', 'TOKENS', 'DESCRIPTION'],
+        ...tools.map((t) => [t.name, t.server, String(t.tokens), (t.description ?? '').split('\n')[0]!.slice(0, 70)]),
       ])}\n`,
     );
   }

@@ -1,0 +1,68 @@
+/**
+ * Developer shorthand WordNet does not know (it was built from general
+ * English in the 1990s): abbreviations and shell names an agent writes for
+ * what tool descriptions spell out. A complement to the WordNet expansion,
+ * not a replacement: each entry maps a word to the words a tool would use.
+ */
+const ALIASES: Record<string, string> = {
+  repo: 'repository',
+  repos: 'repository',
+  dir: 'directory folder',
+  dirs: 'directory folder',
+  folder: 'directory',
+  folders: 'directory',
+  pr: 'pull request',
+  prs: 'pull request',
+  mr: 'merge request',
+  ls: 'list directory',
+  rm: 'delete remove',
+  mv: 'move rename',
+  cp: 'copy',
+  cat: 'read file',
+  grep: 'search pattern',
+  cwd: 'directory',
+  env: 'environment variable',
+  config: 'configuration settings',
+  db: 'database',
+  sql: 'query database',
+  url: 'link web page',
+  website: 'web page url',
+  webpage: 'web page url',
+  site: 'web page url',
+  http: 'request url',
+  api: 'request endpoint',
+  docs: 'documentation',
+  doc: 'document documentation',
+  info: 'information details',
+  stats: 'statistics',
+  img: 'image',
+  pic: 'image picture',
+  screenshot: 'capture screen image',
+  ui: 'interface page',
+  gui: 'interface',
+  auth: 'authentication login',
+  login: 'authenticate sign',
+  ci: 'pipeline workflow build',
+  k8s: 'kubernetes',
+  todo: 'task',
+  ticket: 'issue',
+  bug: 'issue',
+  commit: 'commit change',
+  diff: 'difference change',
+  llm: 'model sampling',
+  ai: 'model',
+  kv: 'key value',
+  json: 'structured',
+  dm: 'message',
+  msg: 'message',
+  tmp: 'temporary',
+  mkdir: 'create directory',
+  touch: 'create file',
+  remember: 'memory store',
+  recall: 'memory',
+};
+
+/** The words `word` stands for in developer shorthand, or none. */
+export function aliasesOf(word: string): string[] {
+  return ALIASES[word]?.split(' ') ?? [];
+}
