@@ -41,8 +41,8 @@ export const SERVER_STATE_NAMES: readonly ServerStateName[] = [
   'removed',
 ];
 
-/** Why a server or its tools are unavailable (SPEC §7). */
-export type Reason =
+/** Why a server's actor is unavailable: a projection of its state ({@link reasonOf}). */
+export type ActorReason =
   | 'not_allowed'
   | 'excluded'
   | 'pending_approval'
@@ -55,6 +55,15 @@ export type Reason =
   | 'removed'
   /** Still connecting past its start timeout; it keeps starting in the background. */
   | 'starting_slowly';
+
+/**
+ * Why a server or its tools are unavailable (SPEC §7): an
+ * {@link ActorReason}, or `config_invalid` for a config entry that was
+ * refused (invalid, or a variable it needs is unset). Such an entry never
+ * gets an actor, so that reason is no machine state: the controller derives
+ * it from the config-error report, never from a snapshot.
+ */
+export type Reason = ActorReason | 'config_invalid';
 
 /** Status shown to users (SPEC §7); `dormant`: tools usable, no process until the first call. */
 export type PublicStatus = 'pending' | 'connecting' | 'connected' | 'dormant' | 'failed' | 'needs-auth' | 'disabled';
@@ -92,7 +101,7 @@ export function stateNameOf(snapshot: ServerSnapshotLike): ServerStateName {
  * `'reconnecting'` for `reconnecting` and `fingerprint_changed` (a new
  * generation is on its way), otherwise the state's own name.
  */
-export function reasonOf(snapshot: ServerSnapshotLike): Reason | undefined {
+export function reasonOf(snapshot: ServerSnapshotLike): ActorReason | undefined {
   if (isStartingSlowly(snapshot)) return 'starting_slowly';
   return reasonOfState(stateNameOf(snapshot));
 }
@@ -109,7 +118,7 @@ export function isStartingSlowly(snapshot: ServerSnapshotLike): boolean {
 }
 
 /** {@link reasonOf} for a state name. */
-export function reasonOfState(state: ServerStateName): Reason | undefined {
+export function reasonOfState(state: ServerStateName): ActorReason | undefined {
   switch (state) {
     case 'connecting':
     case 'connected':

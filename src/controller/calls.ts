@@ -162,7 +162,11 @@ export class Calls {
         details: { resource: uri, server: known, reason: this.deps.view.unavailableReason(known) },
       });
     }
-    const why = down.map((s) => `"${s}" ${describeReason(this.deps.view.unavailableReason(s)!)} (to fix: ${fixFor(this.deps.view.unavailableReason(s)!, s)})`);
+    const why = down.map((s) => {
+      const reason = this.deps.view.unavailableReason(s)!;
+      const detail = this.deps.view.detailOf(s);
+      return `"${s}" ${describeReason(reason, detail)} (to fix: ${fixFor(reason, s, undefined, detail)})`;
+    });
     throw new McpReconcilerError(
       ErrorCode.UnknownTool,
       `Resource ${uri} is not provided by any available MCP server.` + (why.length > 0 ? ` Servers that are not available and may provide it: ${why.join('; ')}.` : ' List the resources with resources().'),
@@ -175,8 +179,9 @@ export class Calls {
     const reason = this.deps.view.unavailableReason(server);
     if (!reason) return `${label} is temporarily unavailable: MCP server "${server}" is ${this.deps.view.stateOf(server)}. Try again in a moment.`;
     // For a failure the cause is the most useful part of the answer.
-    const cause = reason === 'failed' || reason === 'needs_auth' ? this.deps.view.lastErrorOf(server) : undefined;
-    return `${label} is unavailable: MCP server "${server}" ${describeReason(reason)}${cause ? ` (last error: ${cause})` : ''}. To fix: ${fixFor(reason, server)}.`;
+    const cause = reason === 'failed' || reason === 'needs_auth' || reason === 'config_invalid' ? this.deps.view.lastErrorOf(server) : undefined;
+    const detail = this.deps.view.detailOf(server);
+    return `${label} is unavailable: MCP server "${server}" ${describeReason(reason, detail)}${cause ? ` (last error: ${cause})` : ''}. To fix: ${fixFor(reason, server, undefined, detail)}.`;
   }
 
   /**
@@ -259,7 +264,7 @@ export class Calls {
         return new McpReconcilerError(
           ErrorCode.ToolUnavailable,
           `${subject.label} is unavailable: MCP server "${server}" ${why}${cause ? ` (last error: ${cause})` : ''}.` +
-            (reason ? ` To fix: ${fixFor(reason, server)}.` : ' Try again in a moment.'),
+            (reason ? ` To fix: ${fixFor(reason, server, undefined, this.deps.view.detailOf(server))}.` : ' Try again in a moment.'),
           { details: { ...subject.details, server, state, reason, reconnecting: isInTransit(state) } },
         );
       };
@@ -270,7 +275,7 @@ export class Calls {
         if (state === 'connected' && rec) return finish(() => resolve(rec));
         if (state === 'connecting' || state === 'dormant') return;
         const reason = this.deps.view.unavailableReason(server);
-        finish(() => reject(unavailable(reason ? describeReason(reason) : `is ${state}`, state)));
+        finish(() => reject(unavailable(reason ? describeReason(reason, this.deps.view.detailOf(server)) : `is ${state}`, state)));
       };
       const onAbort = (): void => finish(() => reject(signal!.reason));
       const timer = setTimeout(() => finish(() => reject(unavailable(`did not connect within ${waitMs} ms (it is still connecting)`, 'connecting'))), waitMs);

@@ -221,6 +221,9 @@ export class McpController {
       registry: this.registry,
       connections: this.connections,
       desired: () => this.state.desired,
+      gating: () => this.state.computed,
+      issues: () => this.state.issues,
+      scopeOf: (file) => this.reader.sources.find((s) => s.path === file)?.scope,
     });
     this.calls = new Calls({
       registry: this.registry,

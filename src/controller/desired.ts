@@ -101,6 +101,7 @@ export class DesiredState {
   private readonly sdkServers: Record<string, ServerConfig> = {};
   private lastSent: ReconcilerLevels | undefined;
   private lastIssuesKey = '[]';
+  private lastIssues: readonly ConfigIssue[] = [];
   private count = 0;
 
   constructor(
@@ -113,6 +114,11 @@ export class DesiredState {
   /** The desired map as last reconciled. */
   get desired(): DesiredMap {
     return this.current;
+  }
+
+  /** The config issues of the last read (warnings included). */
+  get issues(): readonly ConfigIssue[] {
+    return this.lastIssues;
   }
 
   /** The gating computed by the last reconcile. */
@@ -172,6 +178,7 @@ export class DesiredState {
     const trusted = deps.isTrustedFolder ? await deps.isTrustedFolder() : true;
     if (deps.disposing()) return undefined;
 
+    this.lastIssues = issues;
     const issuesKey = JSON.stringify(issues);
     if (issuesKey !== this.lastIssuesKey) {
       this.lastIssuesKey = issuesKey;

@@ -1,13 +1,15 @@
 import type { Actor, AnyActorRef } from 'xstate';
 import { publicStatusOf, reasonOf, stateNameOf } from '../../machines/reason.js';
 import type { reconcilerMachine } from '../../machines/reconciler.machine.js';
-import type { DesiredMap, DesiredServer } from '../../machines/types.js';
+import type { DesiredMap, DesiredServer, Scope } from '../../machines/types.js';
+import { formatIssue, type ConfigIssue } from '../config/sources.js';
+import type { ComputedGating } from '../gating/compute.js';
 import { transportOf } from '../config/identity.js';
 import { registeredToolName, sanitiseNamePart } from '../registry/naming.js';
 import type { ToolRegistry } from '../registry/registry.js';
 import { defineLazyTokens } from '../registry/tokens.js';
 import type { Connections } from './connections.js';
-import { describeReason, fixFor } from './messages.js';
+import { describeReason, fixFor, type ReasonDetail } from './messages.js';
 import type { Reason, ServerStateName, ServerStatus } from './types.js';
 
 /** What the status view reads; getters for what changes over the controller's life. */
@@ -18,6 +20,20 @@ export interface StatusSources {
   connections: Connections;
   /** The desired map as last reconciled. */
   desired(): DesiredMap;
+  /** The gating computed by the last reconcile. */
+  gating(): ComputedGating | undefined;
+  /** The config issues of the last read. */
+  issues(): readonly ConfigIssue[];
+  /** The scope of a config file, when it is one of the sources. */
+  scopeOf(file: string): Scope | undefined;
+}
+
+/** A config entry the config layer refused: no actor, but a row and a reason (`config_invalid`). */
+interface RefusedEntry {
+  file: string;
+  line: number | undefined;
+  /** Every issue that refused it, formatted. */
+  error: string;
 }
 
 /**
@@ -61,15 +77,46 @@ export class StatusView {
     return ref ? stateNameOf(ref.getSnapshot()) : 'removed';
   }
 
-  /** Per-server status, servers in name order; removed servers last seen are included. */
+  /**
+   * Entries dropped for a config error (invalid, or an unset variable they
+   * need), by server name: those named by an error-level issue that are not
+   * in the desired map. Derived from the config-error report, as they have no
+   * actor whose state could say it.
+   */
+  refused(): Map<string, RefusedEntry> {
+    const out = new Map<string, RefusedEntry>();
+    const desired = this.src.desired();
+    for (const issue of this.src.issues()) {
+      const name = issue.server;
+      if (name === undefined || issue.severity === 'warning' || Object.hasOwn(desired, name)) continue;
+      const known = out.get(name);
+      if (known) known.error += `; ${formatIssue(issue)}`;
+      else out.set(name, { file: issue.file, line: issue.line, error: formatIssue(issue) });
+    }
+    return out;
+  }
+
+  /** Where a server's reason comes from: the files excluding it, the file and line of a refused entry. */
+  detailOf(name: string): ReasonDetail {
+    const refused = this.refused().get(name);
+    if (refused) return { source: refused.file, ...(refused.line !== undefined ? { line: refused.line } : {}) };
+    const excludedBy = this.src.gating()?.excludedBy;
+    const files = excludedBy && Object.hasOwn(excludedBy, name) ? excludedBy[name] : undefined;
+    return files?.length ? { excludedBy: files } : {};
+  }
+
+  /** Per-server status, servers in name order; removed servers last seen and refused config entries are included. */
   rows(): ServerStatus[] {
     const { registry, connections } = this.src;
     const rows: ServerStatus[] = [];
     const actors = this.serverActors();
+    const refused = this.refused();
     for (const [name, ref] of actors) {
       const snap = ref.getSnapshot();
       const ctx = snap.context as { entry: DesiredServer; generation: number; attempt: number; lastError?: string };
       const state = stateNameOf(snap);
+      const reason = reasonOf(snap);
+      const excludedBy = reason === 'excluded' ? this.detailOf(name).excludedBy : undefined;
       const tools = registry.toolsOf(name);
       const prompts = registry.promptsOf(name);
       const resources = registry.resources.resourcesOf(name);
@@ -81,7 +128,8 @@ export class StatusView {
         source: ctx.entry.source,
         state,
         status: publicStatusOf(snap),
-        reason: reasonOf(snap),
+        reason,
+        ...(excludedBy ? { excludedBy: [...excludedBy] } : {}),
         tools: tools.map((t) => t.name),
         prompts: prompts.map((p) => p.name),
         resources: resources.map((r) => r.uri),
@@ -98,8 +146,32 @@ export class StatusView {
       defineLazyTokens(row, () => tools.reduce((sum, t) => sum + t.tokens, 0));
       rows.push(row as ServerStatus);
     }
-    for (const name of this.removed()) {
+    for (const [name, entry] of refused) {
       if (actors.has(name)) continue;
+      rows.push({
+        name,
+        tokens: 0,
+        scope: this.src.scopeOf(entry.file),
+        source: entry.file,
+        ...(entry.line !== undefined ? { line: entry.line } : {}),
+        state: 'config_invalid',
+        status: 'failed',
+        reason: 'config_invalid',
+        tools: [],
+        prompts: [],
+        resources: [],
+        resourceTemplates: [],
+        skippedTools: [],
+        cached: false,
+        lastError: entry.error,
+        generation: 0,
+        attempt: 0,
+        pid: undefined,
+        transport: undefined,
+      });
+    }
+    for (const name of this.removed()) {
+      if (actors.has(name) || refused.has(name)) continue;
       rows.push({
         name,
         tokens: 0,
@@ -127,13 +199,19 @@ export class StatusView {
   /** The last error of a live server actor, from its context (the controller reports its errors there). */
   lastErrorOf(name: string): string | undefined {
     const ref = this.serverActors().get(name);
-    return (ref?.getSnapshot().context as { lastError?: string } | undefined)?.lastError;
+    if (!ref) return this.refused().get(name)?.error;
+    return (ref.getSnapshot().context as { lastError?: string } | undefined)?.lastError;
   }
 
-  /** Why `server` is unavailable, from its actor's state only; `undefined` when fine or unknown. */
+  /**
+   * Why `server` is unavailable: from its actor's state; `config_invalid`
+   * for an entry refused by the config layer (it has no actor), `removed`
+   * for one removed from the config; `undefined` when fine or unknown.
+   */
   unavailableReason(server: string): Reason | undefined {
     const ref = this.serverActors().get(server);
     if (ref) return reasonOf(ref.getSnapshot());
+    if (this.refused().has(server)) return 'config_invalid';
     return this.removed().includes(server) ? 'removed' : undefined;
   }
 
@@ -141,7 +219,7 @@ export class StatusView {
   serverOfTool(toolName: string): string | undefined {
     const registered = this.src.registry.getTool(toolName);
     if (registered) return registered.server;
-    const known = new Set([...this.serverActors().keys(), ...this.removed(), ...Object.keys(this.src.desired())]);
+    const known = new Set([...this.serverActors().keys(), ...this.removed(), ...Object.keys(this.src.desired()), ...this.refused().keys()]);
     let best: string | undefined;
     for (const name of known) {
       if (toolName.startsWith(`mcp__${sanitiseNamePart(name)}__`) && (!best || name.length > best.length)) best = name;
@@ -161,8 +239,9 @@ export class StatusView {
     const reason = this.unavailableReason(server);
     if (reason) {
       // For a failure the cause is the most useful part of the answer.
-      const cause = reason === 'failed' || reason === 'needs_auth' ? this.lastErrorOf(server) : undefined;
-      return `Tool ${toolName} is unavailable: MCP server "${server}" ${describeReason(reason)}${cause ? ` (last error: ${cause})` : ''}. To fix: ${fixFor(reason, server)}.`;
+      const cause = reason === 'failed' || reason === 'needs_auth' || reason === 'config_invalid' ? this.lastErrorOf(server) : undefined;
+      const detail = this.detailOf(server);
+      return `Tool ${toolName} is unavailable: MCP server "${server}" ${describeReason(reason, detail)}${cause ? ` (last error: ${cause})` : ''}. To fix: ${fixFor(reason, server, undefined, detail)}.`;
     }
     const ref = this.serverActors().get(server);
     const state = ref ? stateNameOf(ref.getSnapshot()) : undefined;

@@ -24,9 +24,18 @@ export interface ServerStatus {
   scope: Scope | undefined;
   /** Source file path, or `runtime` / `sdk` / `inline`. */
   source: string | undefined;
-  state: ServerStateName;
+  /**
+   * The server actor's state; `config_invalid` for an entry the config layer
+   * refused (no actor runs for it; `lastError` says what is wrong, `source`
+   * and `line` where).
+   */
+  state: ServerStateName | 'config_invalid';
   status: PublicStatus;
   reason: Reason | undefined;
+  /** 1-based line of the refused entry in `source` (`config_invalid` rows). */
+  line?: number;
+  /** The files whose `mcp.excluded` lists the server (`excluded` rows). */
+  excludedBy?: string[];
   /** Registered tool names (`mcp__<server>__<tool>`). */
   tools: string[];
   /**

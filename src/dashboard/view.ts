@@ -59,8 +59,8 @@ export function dashboardView(controller: McpController): DashboardView {
     const description = getOwn(desired, row.name)?.config.description;
     if (description) out.description = description;
     if (row.reason) {
-      out.reasonText = describeReason(row.reason);
-      out.fix = fixFor(row.reason, row.name);
+      out.reasonText = describeReason(row.reason, row);
+      out.fix = fixFor(row.reason, row.name, undefined, row);
     }
     return out;
   });

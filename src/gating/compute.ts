@@ -55,6 +55,12 @@ export interface ComputedGating {
   lists: { allowed?: string[]; excluded: string[]; pending: string[]; rejected: string[] };
   /** Admission verdict of every desired server, from `admissionOf`. */
   verdicts: Record<string, AdmissionVerdict>;
+  /**
+   * For each excluded name, the files whose `mcp.excluded` lists it (those
+   * that count: an untrusted folder's project files do not), so a user is
+   * told where to remove it. Empty when the settings came merged.
+   */
+  excludedBy: Record<string, string[]>;
 }
 
 function uniqueSorted(list: readonly string[]): string[] {
@@ -89,6 +95,20 @@ export function mergeGatingSettings(
 
 function isScoped(settings: GatingInput['settings']): settings is readonly ScopedSettings[] {
   return Array.isArray(settings);
+}
+
+/** Which counted sources exclude each name (the same sources {@link mergeGatingSettings} reads). */
+function excludingSources(scoped: readonly ScopedSettings[], trusted: boolean): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const { scope, source, settings } of scoped) {
+    if (!trusted && GATED_SCOPES.has(scope)) continue;
+    for (const name of new Set(settings.excluded ?? [])) {
+      const files = Object.hasOwn(out, name) ? out[name]! : [];
+      if (!files.includes(source)) files.push(source);
+      setOwn(out, name, files);
+    }
+  }
+  return out;
 }
 
 /**
@@ -145,5 +165,6 @@ export function computeGating(desired: DesiredMap, input: GatingInput): Computed
     gating,
     lists: { ...(allowed === undefined ? {} : { allowed: [...allowed] }), excluded: [...excluded], pending, rejected },
     verdicts,
+    excludedBy: isScoped(input.settings) ? excludingSources(input.settings, input.trusted) : {},
   };
 }

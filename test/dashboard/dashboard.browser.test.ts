@@ -140,7 +140,7 @@ describe.skipIf(skipReason !== undefined)('dashboard page', () => {
       await card.waitFor();
       expect(await card.getAttribute('data-state')).toBe(row.state);
       // Exactly one highlighted node, the one for the server's state.
-      expect(await currentNode(row.name)).toEqual([chartNodeOf(row.state)]);
+      expect(await currentNode(row.name)).toEqual([chartNodeOf(row.state as ServerStateName)]);
     }
     // The enclosing compound states are marked too, and the tools are listed.
     expect(await page.locator('article.card[data-server="notes"] .chart .active').evaluateAll((els) => els.map((e) => e.getAttribute('data-state')))).toEqual([

@@ -18,11 +18,11 @@ async function run(ctx: CliContext): Promise<number> {
         state: row.state,
         reason: reason ?? null,
         message: reason
-          ? `MCP server "${target}" ${describeReason(reason)}.${row.lastError ? ` Last error: ${row.lastError}` : ''}`
+          ? `MCP server "${target}" ${describeReason(reason, row)}.${row.lastError ? ` ${reason === 'config_invalid' ? 'Error' : 'Last error'}: ${row.lastError}` : ''}`
           : row.state === 'connected'
             ? `MCP server "${target}" is connected with ${row.tools.length} tool(s).`
             : `MCP server "${target}" is ${row.state}.${row.lastError ? ` Last error: ${row.lastError}` : ''}`,
-        fix: reason ? fixFor(reason, target) : null,
+        fix: reason ? fixFor(reason, target, undefined, row) : null,
       };
     }
     if (target.startsWith('mcp__')) {
