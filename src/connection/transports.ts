@@ -13,7 +13,7 @@ import { runHeadersHelper } from './headers-helper.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import type { transportOf } from '../config/identity.js';
 import { childEnv, type EnvPolicy } from './env.js';
-import { configError, httpStatusOf, isPermanentStatus } from './errors.js';
+import { configError, httpStatusOf, isPermanentStatus, protocolRejectionOf } from './errors.js';
 import { loadHttpSdk } from './http-sdk.js';
 import type { ProcessTracker } from './processes.js';
 import { sessionLossFetch, type SessionLoss } from './session-loss.js';
@@ -119,6 +119,8 @@ export async function sseTransport(ctx: TransportContext, helperHeaders: Record<
  */
 export function shouldFallBackToSse(err: unknown, s: { config: ServerConfig; kind: TransportKind; used: TransportKind; sawUnauthorized: boolean; permanentStatus: number | undefined }): boolean {
   if (s.kind !== 'http' || s.used !== 'http' || s.config.fallbackToSse !== true || s.sawUnauthorized) return false;
+  // A server refusing our protocol revision speaks streamable HTTP, just a newer revision of it.
+  if (protocolRejectionOf(err)) return false;
   const status = httpStatusOf(err) ?? s.permanentStatus;
   return status === 404 || isPermanentStatus(status);
 }
