@@ -57,6 +57,8 @@ export interface ConnectionsDeps {
   env: NodeJS.ProcessEnv;
   envPolicy: ConnectOptions['envPolicy'] | undefined;
   connectTimeoutMs: number;
+  /** The protocol revision for entries that pin none. */
+  protocol: ConnectOptions['protocol'];
   /** The workspace root, canonical once started. */
   root(): string;
   /** The desired map as last reconciled. */
@@ -183,6 +185,7 @@ export class Connections {
         parentEnv: deps.env,
         cwd: deps.root(),
         timeoutMs: deps.connectTimeoutMs,
+        ...(deps.protocol ? { protocol: deps.protocol } : {}),
         // Slow starts are the machine's `connecting.slow`, not a failure (issue 13).
         backgroundStart: true,
         clientInfo: { name: 'mcp-reconciler', version: '0.1.0' },

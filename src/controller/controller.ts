@@ -150,6 +150,7 @@ export class McpController {
       env: this.env,
       envPolicy: options.envPolicy,
       connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
+      protocol: options.protocol,
       root: () => this.root,
       desired: () => this.state.desired,
       cache: () => this.cache,
