@@ -59,8 +59,11 @@ export function httpStatusOf(err: unknown): number | undefined {
  */
 const PROTOCOL_REJECTION_CODES = new Set([-32022, -32020]);
 
+/** The newest protocol revision this build speaks (the SDK v1 client's latest). */
+const NEWEST_SPOKEN = '2025-11-25';
+
 /** The protocol revisions this build speaks: the SDK v1 client's list. */
-export const SPOKEN_REVISIONS = '2025-11-25 and older';
+export const SPOKEN_REVISIONS = `${NEWEST_SPOKEN} and older`;
 
 /**
  * The revisions a protocol rejection names as supported (`data.supported`,
@@ -69,8 +72,9 @@ export const SPOKEN_REVISIONS = '2025-11-25 and older';
 function supportedIn(data: unknown, text: string): string[] | undefined {
   const listed = (data as { supported?: unknown } | undefined)?.supported;
   if (Array.isArray(listed) && listed.every((v) => typeof v === 'string')) return listed as string[];
-  const found = text.match(/\d{4}-\d{2}-\d{2}/g);
-  return found ? [...new Set(found)] : undefined;
+  // Free text names the revision we asked for too: keep only the ones we do not speak.
+  const found = (text.match(/\d{4}-\d{2}-\d{2}/g) ?? []).filter((v) => v > NEWEST_SPOKEN);
+  return found.length ? [...new Set(found)] : undefined;
 }
 
 /** The JSON-RPC error an HTTP error body carries (the SDK puts the body text in the message). */
@@ -107,14 +111,27 @@ export function protocolRejectionOf(err: unknown): ProtocolRejection | undefined
   const body = typeof code === 'number' && code >= 400 && code < 500 ? jsonRpcErrorIn(text) : undefined;
   if (body && PROTOCOL_REJECTION_CODES.has(body.code)) return { said: `HTTP ${code} ${body.code} ${body.message}`, supported: supportedIn(body.data, body.message) };
   // The SDK v1 client's own words when the server's initialize result names a revision it does not know.
-  if (/unsupported protocol version|protocol version is not supported/i.test(text)) return { said: text, supported: supportedIn(undefined, text.replace(/^.*?:/, '')) };
+  if (PROTOCOL_WORDS.test(text)) return { said: text, supported: supportedIn(undefined, text.replace(/^.*?:/, '')) };
   return undefined;
+}
+
+/** How servers and SDKs word a refused protocol revision. */
+const PROTOCOL_WORDS = /unsupported protocol version|protocol version is not supported/i;
+
+/**
+ * A stdio child that exited saying, on stderr, that it refuses our protocol
+ * revision (servers on SDKs that exit on an opening they do not serve).
+ */
+function exitedOnProtocol(exited: string | undefined): ProtocolRejection | undefined {
+  if (exited === undefined) return undefined;
+  const stderr = exited.replace(/^.*?; stderr: /s, '');
+  return PROTOCOL_WORDS.test(stderr) ? { said: exited, supported: supportedIn(undefined, stderr) } : undefined;
 }
 
 /** A protocol rejection as the permanent error: the reason, and the fix. */
 export function protocolError(server: string, rejection: ProtocolRejection, cause: unknown, details: Record<string, unknown>): McpReconcilerError {
-  const theirs = rejection.supported?.length ? `only MCP protocol revision ${rejection.supported.join(', ')}` : 'only a newer MCP protocol revision';
-  const fix = `Upgrade mcp-reconciler to a release that speaks the server's revision, or run a server version that still accepts ${SPOKEN_REVISIONS.split(' ')[0]} (then pin it with "protocol": "2025-11-25")`;
+  const theirs = rejection.supported?.length ? `only MCP protocol revision ${rejection.supported.join(', ')}` : 'a protocol revision we do not';
+  const fix = `Upgrade mcp-reconciler to a release that speaks the server's revision, or run a server version that still accepts ${NEWEST_SPOKEN} (then pin it with "protocol": "${NEWEST_SPOKEN}")`;
   return new McpReconcilerError(
     ErrorCode.ConnectFailed,
     `Server "${server}" rejected our protocol revision: it speaks ${theirs}, this build speaks ${SPOKEN_REVISIONS} (${rejection.said}). Retrying cannot help; fix: ${fix.charAt(0).toLowerCase()}${fix.slice(1)}.`,
@@ -203,7 +220,7 @@ export function connectError(err: unknown, f: ConnectFailure): McpReconcilerErro
     });
   }
   if (isTimeout(err)) return timeoutError(name, f.timeoutMs, err, f.withStderr);
-  const rejection = protocolRejectionOf(err);
+  const rejection = protocolRejectionOf(err) ?? exitedOnProtocol(f.exited);
   if (rejection) return protocolError(name, rejection, err, details);
   if (err instanceof McpReconcilerError) {
     const message = err.message.startsWith(`Server "${name}"`) ? err.message : `Server "${name}": ${err.message}`;

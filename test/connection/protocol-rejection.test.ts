@@ -49,6 +49,13 @@ describe('a v2 server that accepts only the 2026-07-28 revision', () => {
     expectProtocolRejection(err, 'modern');
   });
 
+  it('over stdio: a server that exits saying so on stderr is the same permanent error', async () => {
+    const err = await connectError(connect(stdioFixture('protocol-exit-server', { name: 'quitter' }), options));
+    expectProtocolRejection(err, 'quitter');
+    expect(err.message).toContain('it speaks only MCP protocol revision 2026-07-28, this build');
+    expect(err.message).toContain('stderr: fatal: unsupported protocol version');
+  });
+
   it('over streamable HTTP: the 400 carrying -32022 is a permanent error with the fix, and no SSE fallback is tried', async () => {
     const f = await v2Http('reject');
     const err = await connectError(connect(desiredServer('modern-web', { type: 'http', url: f.url, fallbackToSse: true }), options));
