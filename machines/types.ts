@@ -15,6 +15,13 @@ export const GATED_SCOPES: ReadonlySet<Scope> = new Set<Scope>(['project', 'work
 /** Transport kinds (SPEC §8.1). */
 export type TransportType = 'stdio' | 'sse' | 'http' | 'sdk';
 
+/**
+ * Which MCP protocol revision a server is spoken to in: a pinned revision, or
+ * `auto` (negotiate). This build implements only the 2025-11-25 wire, so
+ * `auto` means that wire and `2026-07-28` fails with a clear message.
+ */
+export type ProtocolChoice = '2025-11-25' | '2026-07-28' | 'auto';
+
 /** One server's configuration as written by the user (SPEC §2.2), after `${VAR}` expansion. */
 export interface ServerConfig {
   type?: TransportType;
@@ -34,6 +41,12 @@ export interface ServerConfig {
   auth?: Record<string, unknown>;
   /** OAuth client settings for an http/sse server (part of the fingerprint and the approval hash). */
   oauth?: ServerOAuthConfig;
+  /**
+   * Pin the MCP protocol revision for this server (`auto`, the default, or the
+   * controller's `protocol` option, negotiates). Part of the fingerprint (a
+   * change reconnects), not of the approval hash (it changes no command or URL).
+   */
+  protocol?: ProtocolChoice;
   /** For `type: 'http'`: reconnect over SSE when the first request gets a 4xx, as VS Code and Cursor do. Set by the host's format. */
   fallbackToSse?: boolean;
   /** Tools the host runs without asking (Cline `autoApprove`, Roo `alwaysAllow`). Metadata for the host; the controller does not act on it. */

@@ -44,13 +44,16 @@ export function connectionIdentity(config: ServerConfig): Record<string, unknown
 
 /**
  * Stable hash of the connection-relevant fields only: also `fallbackToSse`
- * (whether an http entry may end up on SSE) and `headersHelper` (the command
- * whose output becomes headers). A change to
+ * (whether an http entry may end up on SSE), `headersHelper` (the command
+ * whose output becomes headers) and a pinned `protocol`. A change to
  * `description`, `includeTools`/`excludeTools`, `timeout` or `disabled` keeps
  * it, so a filter edit re-applies the filter without reconnecting.
  */
 export function fingerprint(config: ServerConfig): string {
-  return stableHash(connectionIdentity(config));
+  // A pinned protocol revision changes the wire (a reconnect), not what runs (no new approval);
+  // `auto` ≡ absent, so configs without a pin keep their fingerprints.
+  const protocol = config.protocol !== undefined && config.protocol !== 'auto' ? config.protocol : undefined;
+  return stableHash(protocol === undefined ? connectionIdentity(config) : { ...connectionIdentity(config), protocol });
 }
 
 /**

@@ -86,6 +86,8 @@ const entrySchema = z.object({
   auth: z.record(z.string(), z.unknown()).optional(),
   oauth: oauthSchema.optional(),
   fallbackToSse: z.boolean().optional(),
+  // The MCP protocol revision to speak; `auto` negotiates (connect.ts says what this build implements).
+  protocol: z.enum(['2025-11-25', '2026-07-28', 'auto'], { error: 'must be "2025-11-25", "2026-07-28" or "auto"' }).optional(),
   // Claude Code: a shell command printing a JSON object of headers, run at each connect (headers-helper.ts).
   headersHelper: nonEmpty.optional(),
   autoApprove: z.array(z.string()).optional(),

@@ -24,14 +24,14 @@ import {
   type ResourceTemplate,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { DesiredServer } from '../../machines/types.js';
+import type { DesiredServer, ProtocolChoice } from '../../machines/types.js';
 import { transportOf } from '../config/identity.js';
 import type { EnvPolicy } from './env.js';
 import type { ProcessTracker } from './processes.js';
 import type { SessionLoss } from './session-loss.js';
 import type { StdioProcessTransport } from './stdio-transport.js';
 import { clientCapabilities, installClientHandlers, type ClientFeatures } from './client-capabilities.js';
-import { abortedError, causeChain, connectError, isPermanentStatus, isSseError, startTimeoutError, timeoutError } from './errors.js';
+import { abortedError, causeChain, connectError, isPermanentStatus, isSseError, startTimeoutError, timeoutError, unsupportedProtocolPin } from './errors.js';
 import { LazyJsonSchemaValidator } from './lazy-validator.js';
 import type { HelperHeaders } from './helper-headers.js';
 import { listAll } from './paginate.js';
@@ -94,6 +94,8 @@ export interface ConnectOptions {
   clientFeatures?: ClientFeatures;
   /** Wraps the HTTP fetch of http/sse transports: the OAuth layer (src/auth/manager.ts). */
   wrapFetch?: (next: FetchLike) => FetchLike;
+  /** The protocol revision when the entry pins none (the controller's default). Default `auto`. */
+  protocol?: ProtocolChoice;
 }
 
 /** Abort and time limit of one request. */
@@ -260,6 +262,9 @@ class Connection implements LiveConnection {
   async open(): Promise<void> {
     const outer = this.opts.signal;
     if (outer?.aborted) throw abortedError(this.name, outer.reason);
+    // Only the 2025-11-25 wire is implemented: `auto` speaks it, a pin to a newer revision cannot be honoured.
+    const protocol = this.entry.config.protocol ?? this.opts.protocol ?? 'auto';
+    if (protocol === '2026-07-28') throw unsupportedProtocolPin(this.name, protocol, this.entry.config.protocol === undefined);
     const deadline = new AbortController();
     let timedOut = false;
     // A stdio server still starting is not failing: with `backgroundStart` its open has

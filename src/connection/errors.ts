@@ -52,6 +52,107 @@ export function httpStatusOf(err: unknown): number | undefined {
   return undefined;
 }
 
+/**
+ * JSON-RPC codes of a protocol-revision rejection (2026-07-28): -32022 the
+ * server does not speak the revision asked for, -32020 the revision header
+ * and the request disagree. Neither changes on a retry.
+ */
+const PROTOCOL_REJECTION_CODES = new Set([-32022, -32020]);
+
+/** The newest protocol revision this build speaks (the SDK v1 client's latest). */
+const NEWEST_SPOKEN = '2025-11-25';
+
+/** The protocol revisions this build speaks: the SDK v1 client's list. */
+export const SPOKEN_REVISIONS = `${NEWEST_SPOKEN} and older`;
+
+/**
+ * The revisions a protocol rejection names as supported (`data.supported`,
+ * or the list in its message), or undefined when it names none.
+ */
+function supportedIn(data: unknown, text: string): string[] | undefined {
+  const listed = (data as { supported?: unknown } | undefined)?.supported;
+  if (Array.isArray(listed) && listed.every((v) => typeof v === 'string')) return listed as string[];
+  // Free text names the revision we asked for too: keep only the ones we do not speak.
+  const found = (text.match(/\d{4}-\d{2}-\d{2}/g) ?? []).filter((v) => v > NEWEST_SPOKEN);
+  return found.length ? [...new Set(found)] : undefined;
+}
+
+/** The JSON-RPC error an HTTP error body carries (the SDK puts the body text in the message). */
+function jsonRpcErrorIn(text: string): { code: number; message: string; data?: unknown } | undefined {
+  const start = text.indexOf('{');
+  if (start < 0) return undefined;
+  try {
+    const body = JSON.parse(text.slice(start)) as { error?: { code?: unknown; message?: unknown; data?: unknown } };
+    const e = body.error;
+    if (e && typeof e.code === 'number') return { code: e.code, message: typeof e.message === 'string' ? e.message : '', data: e.data };
+  } catch {
+    // not a JSON body
+  }
+  return undefined;
+}
+
+/** What a protocol rejection said: the server's words and the revisions it named. */
+export interface ProtocolRejection {
+  said: string;
+  supported: string[] | undefined;
+}
+
+/**
+ * The server refused the protocol revision we speak: a JSON-RPC error
+ * -32022/-32020 (over stdio, or the body of an HTTP 400), an "unsupported
+ * protocol version" answer, or an initialize result naming a revision the
+ * SDK does not know. Undefined for anything else.
+ */
+export function protocolRejectionOf(err: unknown): ProtocolRejection | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const text = err.message;
+  const code = (err as { code?: unknown }).code;
+  if (err instanceof McpError && PROTOCOL_REJECTION_CODES.has(err.code)) return { said: text, supported: supportedIn(err.data, text) };
+  const body = typeof code === 'number' && code >= 400 && code < 500 ? jsonRpcErrorIn(text) : undefined;
+  if (body && PROTOCOL_REJECTION_CODES.has(body.code)) return { said: `HTTP ${code} ${body.code} ${body.message}`, supported: supportedIn(body.data, body.message) };
+  // The SDK v1 client's own words when the server's initialize result names a revision it does not know.
+  if (PROTOCOL_WORDS.test(text)) return { said: text, supported: supportedIn(undefined, text.replace(/^.*?:/, '')) };
+  return undefined;
+}
+
+/** How servers and SDKs word a refused protocol revision. */
+const PROTOCOL_WORDS = /unsupported protocol version|protocol version is not supported/i;
+
+/**
+ * A stdio child that exited saying, on stderr, that it refuses our protocol
+ * revision (servers on SDKs that exit on an opening they do not serve).
+ */
+function exitedOnProtocol(exited: string | undefined): ProtocolRejection | undefined {
+  if (exited === undefined) return undefined;
+  const stderr = exited.replace(/^.*?; stderr: /s, '');
+  return PROTOCOL_WORDS.test(stderr) ? { said: exited, supported: supportedIn(undefined, stderr) } : undefined;
+}
+
+/** A protocol rejection as the permanent error: the reason, and the fix. */
+export function protocolError(server: string, rejection: ProtocolRejection, cause: unknown, details: Record<string, unknown>): McpReconcilerError {
+  const theirs = rejection.supported?.length ? `only MCP protocol revision ${rejection.supported.join(', ')}` : 'a protocol revision we do not';
+  const fix = `Upgrade mcp-reconciler to a release that speaks the server's revision, or run a server version that still accepts ${NEWEST_SPOKEN} (then pin it with "protocol": "${NEWEST_SPOKEN}")`;
+  return new McpReconcilerError(
+    ErrorCode.ConnectFailed,
+    `Server "${server}" rejected our protocol revision: it speaks ${theirs}, this build speaks ${SPOKEN_REVISIONS} (${rejection.said}). Retrying cannot help; fix: ${fix.charAt(0).toLowerCase()}${fix.slice(1)}.`,
+    { hint: `${fix}.`, details: { ...details, protocolRejected: true, ...(rejection.supported ? { supported: rejection.supported } : {}) }, cause, permanent: true },
+  );
+}
+
+/**
+ * A `protocol` pin this build cannot honour: permanent, before anything is
+ * started. `fromDefault` when it came from the controller's `protocol` option.
+ */
+export function unsupportedProtocolPin(server: string, revision: string, fromDefault: boolean): McpReconcilerError {
+  const where = fromDefault ? `the controller's default "protocol": "${revision}"` : `"protocol": "${revision}" in its config`;
+  const fix = `set "protocol" to "auto" or "2025-11-25" (or remove it), or upgrade mcp-reconciler to a release that speaks ${revision}`;
+  return new McpReconcilerError(
+    ErrorCode.ConnectFailed,
+    `Server "${server}" is pinned to MCP protocol revision ${revision} (${where}), which is not supported yet by this build of mcp-reconciler (it speaks ${SPOKEN_REVISIONS}); fix: ${fix}.`,
+    { hint: `${fix.charAt(0).toUpperCase()}${fix.slice(1)}.`, details: { server, protocol: revision }, permanent: true },
+  );
+}
+
 /** Spawn errors that mean the command itself is wrong, not that it failed this time. */
 const PERMANENT_SPAWN_ERRNOS = new Set(['ENOENT', 'EACCES', 'ENOTDIR']);
 
@@ -117,8 +218,9 @@ export interface ConnectFailure {
 
 /**
  * A failed connect as the error the supervisor acts on: `needs_auth` for a
- * 401, `timeout`, a permanent `connect_failed` for a config mistake, a
- * command that cannot run or a 4xx no retry changes, else a plain
+ * 401, `timeout`, a permanent `connect_failed` for a protocol revision the
+ * server refuses, a config mistake, a command that cannot run or a 4xx no
+ * retry changes, else a plain
  * `connect_failed` (retried with backoff).
  */
 export function connectError(err: unknown, f: ConnectFailure): McpReconcilerError {
@@ -132,6 +234,8 @@ export function connectError(err: unknown, f: ConnectFailure): McpReconcilerErro
     });
   }
   if (isTimeout(err)) return timeoutError(name, f.timeoutMs, err, f.withStderr);
+  const rejection = protocolRejectionOf(err) ?? exitedOnProtocol(f.exited);
+  if (rejection) return protocolError(name, rejection, err, details);
   if (err instanceof McpReconcilerError) {
     const message = err.message.startsWith(`Server "${name}"`) ? err.message : `Server "${name}": ${err.message}`;
     const permanent = err.permanent || PERMANENT_SPAWN_ERRNOS.has(String(err.details.errno));

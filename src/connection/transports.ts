@@ -14,7 +14,7 @@ import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import type { transportOf } from '../config/identity.js';
 import { childEnv, type EnvPolicy } from './env.js';
 import { HelperHeaders } from './helper-headers.js';
-import { configError, httpStatusOf, isPermanentStatus } from './errors.js';
+import { configError, httpStatusOf, isPermanentStatus, protocolRejectionOf } from './errors.js';
 import { loadHttpSdk } from './http-sdk.js';
 import type { ProcessTracker } from './processes.js';
 import { sessionLossFetch, type SessionLoss } from './session-loss.js';
@@ -125,6 +125,8 @@ export async function sseTransport(ctx: TransportContext, helper: HelperHeaders 
  */
 export function shouldFallBackToSse(err: unknown, s: { config: ServerConfig; kind: TransportKind; used: TransportKind; sawUnauthorized: boolean; permanentStatus: number | undefined }): boolean {
   if (s.kind !== 'http' || s.used !== 'http' || s.config.fallbackToSse !== true || s.sawUnauthorized) return false;
+  // A server refusing our protocol revision speaks streamable HTTP, just a newer revision of it.
+  if (protocolRejectionOf(err)) return false;
   const status = httpStatusOf(err) ?? s.permanentStatus;
   return status === 404 || isPermanentStatus(status);
 }

@@ -67,6 +67,8 @@ export interface ConnectionsDeps {
   connectTimeoutMs: number;
   /** The start bound of a server whose config sets no `startTimeoutMs`. */
   startTimeoutMs: number;
+  /** The protocol revision for entries that pin none. */
+  protocol: ConnectOptions['protocol'];
   /** The workspace root, canonical once started. */
   root(): string;
   /** The desired map as last reconciled. */
@@ -224,7 +226,8 @@ export class Connections {
         parentEnv: deps.env,
         cwd: deps.root(),
         timeoutMs: deps.connectTimeoutMs,
-        // Slow starts are the machine's `connecting.slow`, not a failure (issue 13), up to the start bound.
+        ...(deps.protocol ? { protocol: deps.protocol } : {}),
+        // Slow starts are the machine's `connecting.slow`, not a failure, up to the start bound.
         backgroundStart: true,
         startTimeoutMs: entry.config.startTimeoutMs ?? deps.startTimeoutMs,
         clientInfo: { name: 'mcp-reconciler', version: '0.1.0' },

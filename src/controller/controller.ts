@@ -166,6 +166,7 @@ export class McpController {
       envPolicy: options.envPolicy,
       connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
       startTimeoutMs: options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
+      protocol: options.protocol,
       root: () => this.root,
       desired: () => this.state.desired,
       cache: () => this.cache,

@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { BackoffPolicy, DesiredServer, Scope, StartupMode, TransportType } from '../../machines/types.js';
+import type { BackoffPolicy, DesiredServer, ProtocolChoice, Scope, StartupMode, TransportType } from '../../machines/types.js';
 import type { ConfigIssue, ConfigSource } from '../config/sources.js';
 import type { InputResolver } from '../config/load.js';
 import type { Preset } from '../config/presets.js';
@@ -143,6 +143,12 @@ export interface McpControllerOptions {
   backoff?: Partial<BackoffPolicy>;
   /** Connect/list timeout when a server sets none. Default 30 000. */
   connectTimeoutMs?: number;
+  /**
+   * The MCP protocol revision for servers whose config sets no `protocol`.
+   * Default `auto`. This build speaks only the 2025-11-25 wire: `auto` uses
+   * it, `2026-07-28` makes those servers fail with "not supported yet".
+   */
+  protocol?: ProtocolChoice;
   /**
    * How many server processes start at once. Default: 2 × cores, rising
    * (up to 64) while starts prove light, so cheap servers are not queued
