@@ -101,7 +101,7 @@ async function controllerWorker(p: ColdParams & { variant: { side: 'controller';
     sources: [{ scope: 'user', path: p.configPath }],
     approvals: join(p.dir, 'approvals.json'),
     watch: false,
-    // Measured cold: no listing cache from an earlier run (issue 13 measures the warm start).
+    // Measured cold: no listing cache from an earlier run (SPEC §12 measures the warm start).
     listingCache: false,
     readyTimeoutMs: 120_000,
     ...(p.variant.concurrency === undefined ? {} : { connectConcurrency: p.variant.concurrency }),

@@ -65,7 +65,7 @@ runAsWorker<CrashParams, CrashSample>(import.meta.url, async (p, io) => {
     sources: [{ scope: 'user', path: configPath }],
     approvals: join(p.dir, 'approvals-crash.json'),
     watch: false,
-    // Measured cold: no listing cache from an earlier run (issue 13 measures the warm start).
+    // Measured cold: no listing cache from an earlier run (SPEC §12 measures the warm start).
     listingCache: false,
     readyTimeoutMs: 120_000,
     ...(p.healthyMs === undefined ? {} : { backoff: { healthyMs: p.healthyMs } }),

@@ -1,5 +1,5 @@
 /**
- * 7. Instant start (issue 13): the listing cache, lazy servers and what they
+ * 7. Instant start (SPEC §12): the listing cache, lazy servers and what they
  * cost, against the raw SDK (or the bare host) measured in the same run.
  *
  * - warm cache: from creating the controller to all N×5 tools registered,

@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: every measurement of issue 7 in one process sequence,
+ * `npm run bench`: every measurement of docs/performance.md in one process sequence,
  * printed as a table and written to bench/results.json. Each figure is the
  * median of at least 5 runs; each comparison is a ratio against a baseline
  * measured in the same run. Every process started is killed at the end, also

@@ -6,7 +6,7 @@
  */
 import type { StateValue } from 'xstate';
 
-/** The 14 public state names of a server (SPEC §5, plus `dormant` from issue 13). */
+/** The 14 public state names of a server (SPEC §5, plus `dormant`, SPEC §12). */
 export type ServerStateName =
   | 'pending_approval'
   | 'rejected'

@@ -16,7 +16,7 @@
  * removed (final)
  * ```
  *
- * Instant start (issue 13): `live` is entered only through admission, so
+ * Instant start (SPEC §12): `live` is entered only through admission, so
  * every gate stands before the cached tools are registered (`restoreCached`,
  * on entry) and before any connect. A `lazy` server whose listing is cached
  * (`context.cached`) is admitted straight into `dormant`: tools registered,
@@ -28,7 +28,7 @@
  * `connected.idle` the `idleDelay` (the entry's `idleTimeoutMs`, else the
  * controller default) stops it into `dormant`, keeping its tools.
  *
- * Holds (issue 14, the gateway's shared pool): HOLD marks the server wanted
+ * Holds (SPEC §13, the gateway's shared pool): HOLD marks the server wanted
  * by a host, RELEASE unmarks it; either is recorded in any state, so gates
  * still decide first. HOLD wakes a `dormant` server (a lazy one with a cache
  * waits for its call), and a held server idles out only on the `idleTimeoutMs`

@@ -129,7 +129,7 @@ export interface DesiredServer {
   config: ServerConfig;
   /** Hash of the connection-relevant fields (SPEC §2.5). */
   fingerprint: string;
-  /** Hash of what runs and what it reaches, what approvals are bound to (SPEC §4, issue 15). */
+  /** Hash of what runs and what it reaches, what approvals are bound to (SPEC §4). */
   hash: string;
   /**
    * Hash of the whole config (every field but `startup` / `idleTimeoutMs`):

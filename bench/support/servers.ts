@@ -12,7 +12,7 @@ import { RUN_MARKER, WORKER_MARKER } from './proc.js';
 /** The compiled fixture server. */
 export const FIXTURE = fileURLToPath(new URL('../../test/fixtures/basic-server.js', import.meta.url));
 
-/** The light fixture: the same five tools without the SDK, ~0.1 s of CPU to start (issue 16). */
+/** The light fixture: the same five tools without the SDK, ~0.1 s of CPU to start (docs/performance.md). */
 export const LIGHT_FIXTURE = fileURLToPath(new URL('../../test/fixtures/light-server.js', import.meta.url));
 
 /** Which fixture a benchmark's servers run. */

@@ -1,5 +1,5 @@
 /**
- * OAuth for the remote servers of one controller (issue 11). Everything that
+ * OAuth for the remote servers of one controller (docs/oauth.md). Everything that
  * speaks OAuth is the SDK's `auth()` driven through an `OAuthClientProvider`;
  * this file decides *when* to call it and where the browser step goes:
  *

@@ -1,5 +1,5 @@
 /**
- * The listing cache (issue 13): the tools, prompts and resources a server
+ * The listing cache (SPEC §12): the tools, prompts and resources a server
  * listed last time, so the next start can register them before the server answers — or,
  * for a lazy server, without starting it at all.
  *
@@ -14,7 +14,7 @@
  * a file someone else could have written (see `untrustedFile`): what it says
  * would be served as tools before the server ever answers.
  *
- * File versions: 2 adds `resources` and `resourceTemplates` (issue 14). A
+ * File versions: 2 adds `resources` and `resourceTemplates` (SPEC §13). A
  * version 1 file (tools and prompts only) is still read; its listing has no
  * resources, so they register once the server answers. `invalidTools` is an
  * optional field of version 2 (older files have none).

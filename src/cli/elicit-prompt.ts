@@ -1,5 +1,5 @@
 /**
- * Elicitation on a terminal (issue 11): when a tool called from the CLI asks
+ * Elicitation on a terminal (docs/oauth.md): when a tool called from the CLI asks
  * the user something (`elicitation/create`), the question is asked on the
  * terminal, one field at a time, and the answer goes back to the server.
  * Questions go to stderr so stdout keeps only the tool's result. Without a

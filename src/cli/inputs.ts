@@ -1,5 +1,5 @@
 /**
- * The CLI's answer to `resolveInput` (issue 12): VS Code `${input:id}` and
+ * The CLI's answer to `resolveInput` (docs/presets.md): VS Code `${input:id}` and
  * host variables such as `${CLAUDE_PLUGIN_ROOT}`. An answer remembered for
  * this workspace is used; otherwise, on a terminal, the user is asked once
  * and the answer is remembered (`--inputs FILE`, default

@@ -169,7 +169,7 @@ export function expandServerConfig<C extends ServerConfig & { envFile?: string }
   if (config.headers !== undefined) out.headers = record('headers', config.headers);
   if (config.cwd !== undefined) out.cwd = one(['cwd'], config.cwd);
   if (config.envFile !== undefined) out.envFile = one(['envFile'], config.envFile);
-  // OAuth secrets belong in the environment, not the file (issue 11).
+  // OAuth secrets belong in the environment, not the file (docs/oauth.md).
   if (config.oauth !== undefined) {
     const oauth = { ...config.oauth };
     for (const key of ['clientId', 'clientSecret', 'privateKey'] as const) {

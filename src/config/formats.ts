@@ -1,6 +1,6 @@
 /**
  * Host file formats: how each MCP host reads its own config file, so that a
- * preset loads exactly the servers that host would run (issue 12). A format
+ * preset loads exactly the servers that host would run (docs/presets.md). A format
  * turns one host-shaped server entry into the common shape `schema.ts`
  * validates, and says how the host expands variables. Each rule below names
  * the host behaviour it follows; the README has the same table.

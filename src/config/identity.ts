@@ -57,7 +57,7 @@ export function fingerprint(config: ServerConfig): string {
 }
 
 /**
- * Stable hash of what an approval is about (SPEC §4, narrowed by issue 15):
+ * Stable hash of what an approval is about (SPEC §4):
  * what runs and what it reaches — `type`, `command`, `args`, `env`, `cwd`,
  * `url`, `headers`, `auth`/`oauth`, `fallbackToSse`, `headersHelper`. An edit
  * of any of these asks again; an edit of a filter, a description, a timeout

@@ -1,6 +1,6 @@
 /**
  * Remembered answers to VS Code `${input:id}` prompts and host variables
- * such as Claude Code's `${CLAUDE_PLUGIN_ROOT}` (issue 12): a JSON file,
+ * such as Claude Code's `${CLAUDE_PLUGIN_ROOT}` (docs/presets.md): a JSON file,
  * mode 0600, keyed by workspace root and then by the variable as written
  * in the braces (`input:api-key`, `CLAUDE_PLUGIN_ROOT`).
  *

@@ -49,7 +49,7 @@ const stringMap = z
   });
 const nonEmpty = z.string().min(1, { error: 'must not be empty' });
 
-// OAuth client settings (issue 11); secrets come in through `${VAR}` expansion.
+// OAuth client settings (docs/oauth.md); secrets come in through `${VAR}` expansion.
 const oauthSchema = z.object({
   clientId: nonEmpty.optional(),
   clientSecret: z.string().optional(),
@@ -92,7 +92,7 @@ const entrySchema = z.object({
   headersHelper: nonEmpty.optional(),
   autoApprove: z.array(z.string()).optional(),
   trust: z.boolean().optional(),
-  // Issue 13: when the server starts, and when an idle one is stopped (outside both hashes).
+  // SPEC §12: when the server starts, and when an idle one is stopped (outside both hashes).
   startup: z.enum(['eager', 'lazy'], { error: 'must be "eager" or "lazy"' }).optional(),
   idleTimeoutMs: z
     .number()
@@ -133,7 +133,7 @@ export function validateServerEntry(raw: unknown, options: { allowSdk?: boolean 
   }
   const cleaned = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== null));
   // Without the eval-compiled fast path: it costs ~6 ms to build on first use, more
-  // than validating a whole config file takes without it (issue 13, a warm start).
+  // than validating a whole config file takes without it (SPEC §12, a warm start).
   const parsed = entrySchema.safeParse(cleaned, { jitless: true });
   if (!parsed.success) {
     return {

@@ -1,5 +1,5 @@
 /**
- * Files a config file depends on besides itself (issue 12): an entry's
+ * Files a config file depends on besides itself (docs/presets.md): an entry's
  * `envFile`, opencode's `{file:path}`, VS Code's `.vscode/settings.json`
  * behind `${config:…}`. A change to one of them changes the servers, so a
  * running controller must re-read the config when it changes, exactly as

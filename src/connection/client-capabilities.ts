@@ -1,5 +1,5 @@
 /**
- * What the client offers servers (issue 11): elicitation, sampling and
+ * What the client offers servers (docs/oauth.md): elicitation, sampling and
  * roots. A capability is declared only when the host can back it —
  * elicitation needs `onElicitation`, sampling needs `onSampling` — so a
  * server never sends a request nobody answers. Roots default to the

@@ -90,7 +90,7 @@ export interface ConnectOptions {
    * server answered `initialize`.
    */
   startPhase?: { spawned?(pid: number): void; initialized?(): void };
-  /** Elicitation, sampling and roots offered to the server (issue 11); none declared when absent. */
+  /** Elicitation, sampling and roots offered to the server (docs/oauth.md); none declared when absent. */
   clientFeatures?: ClientFeatures;
   /** Wraps the HTTP fetch of http/sse transports: the OAuth layer (src/auth/manager.ts). */
   wrapFetch?: (next: FetchLike) => FetchLike;

@@ -166,7 +166,7 @@ export function inheritsVariable(name: string, policy: EnvPolicy = defaultEnvPol
 /**
  * Each variable name's verdict per policy: a name's verdict never changes, and
  * checking ~50 names against ~60 patterns for every spawn cost ~100 ms of the
- * host's CPU when 50 servers start (issue 16). Policies are taken as immutable.
+ * host's CPU when 50 servers start (docs/performance.md). Policies are taken as immutable.
  */
 const decided = new WeakMap<EnvPolicy, Map<string, boolean>>();
 

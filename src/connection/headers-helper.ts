@@ -1,5 +1,5 @@
 /**
- * Claude Code's `headersHelper` (issue 12): a shell command whose stdout, a
+ * Claude Code's `headersHelper` (docs/presets.md): a shell command whose stdout, a
  * JSON object of string header values, is merged over the server's static
  * `headers` each time an http/sse server connects. The rule followed is
  * Claude Code's: run in a shell, in the workspace root, with

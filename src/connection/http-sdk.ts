@@ -2,7 +2,7 @@
  * The SDK's HTTP client side (streamable HTTP, SSE, and the OAuth `auth()`
  * they call), loaded on first use. A host whose servers all run over stdio
  * never loads it: its modules and their zod schemas cost about 1 MB of heap
- * that stays for the life of the process (issue 16, the manager's RSS).
+ * that stays for the life of the process (docs/performance.md, the manager's RSS).
  */
 import type { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/sse.js';

@@ -1,5 +1,5 @@
 /**
- * The host's resource subscriptions (issue 14), kept per server across
+ * The host's resource subscriptions (SPEC §13), kept per server across
  * connections. A server gets one `resources/subscribe` per URI however many
  * listeners share it, and every new connection of the server gets them all
  * again, so a subscriber keeps hearing `notifications/resources/updated`

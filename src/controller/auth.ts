@@ -24,7 +24,7 @@ export interface AuthHooksDeps {
 }
 
 /**
- * The controller's side of OAuth (issue 11): the token manager, and waking
+ * The controller's side of OAuth (docs/oauth.md): the token manager, and waking
  * servers in `needs_auth` when tokens arrive — from an authorization this
  * process ran, from another process (`mcp-reconciler auth`) writing the token
  * store, or while a connect attempt was still failing with 401.
@@ -44,7 +44,7 @@ export class AuthHooks {
 
   /**
    * The token manager, loaded on first use: the OAuth code and the SDK's
-   * auth module stay unloaded in a workspace without remote servers (issue 16).
+   * auth module stay unloaded in a workspace without remote servers (docs/performance.md).
    */
   oauth(): Promise<OAuthManager> {
     this.loading ??= import('../auth/manager.js').then(({ OAuthManager }) => {

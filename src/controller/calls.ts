@@ -43,7 +43,7 @@ function lists(listing: { resources?: { uri: string }[]; resourceTemplates?: { u
 }
 
 /**
- * Tool calls, prompt gets and resource reads (SPEC §6, issue 14): sent to
+ * Tool calls, prompt gets and resource reads (SPEC §6, SPEC §13): sent to
  * the server's current connection, or, for a `dormant` or `connecting`
  * server serving cached entries, after waiting for it to connect. Each is
  * counted by the server's machine (`CALL_STARTED` / `CALL_ENDED`) so an idle

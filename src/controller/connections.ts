@@ -59,7 +59,7 @@ export interface ConnectionRecord {
 export interface ConnectionsDeps {
   registry: ToolRegistry;
   tracker: ProcessTracker;
-  /** Bounds concurrent process starts (issue 10). */
+  /** Bounds concurrent process starts (docs/library.md). */
   semaphore: Semaphore;
   logger: Logger;
   env: NodeJS.ProcessEnv;
@@ -208,7 +208,7 @@ export class Connections {
     // whole admission pass (every cached listing registered) and the host's own turn
     // come first.
     if (stdio) await this.laterTurn();
-    // The limiter bounds concurrent CPU-heavy process starts only (issue 10): the slot
+    // The limiter bounds concurrent CPU-heavy process starts only (docs/library.md): the slot
     // goes back once the server answered `initialize` or sits idle, so hung handshakes
     // cannot starve the queue. Remote and in-process connects start no process here.
     const hold = stdio

@@ -90,9 +90,9 @@ export class McpController {
   private watcher: ConfigWatcher | undefined;
   private started: Promise<void> | undefined;
   private disposing: Promise<void> | undefined;
-  /** Listings by fingerprint (issue 13); created by `start()` once the root is canonical. */
+  /** Listings by fingerprint (SPEC §12); created by `start()` once the root is canonical. */
   private cache: ListingCache | undefined;
-  /** OAuth of the remote servers (issue 11) and the wake-ups it causes. */
+  /** OAuth of the remote servers (docs/oauth.md) and the wake-ups it causes. */
   private readonly auth: AuthHooks;
   /** Roots offered to servers; `undefined` when the host turned roots off. */
   private roots: Root[] | undefined;
@@ -110,7 +110,7 @@ export class McpController {
     this.env = options.env ?? process.env;
     this.root = path.resolve(options.cwd);
     this.tracker = new ProcessTracker({ graceMs: options.killGraceMs ?? 2_000, warn: (message) => this.logger.warn(message) });
-    // An explicit concurrency is kept as given; the default adapts to how heavy starts are (issue 16).
+    // An explicit concurrency is kept as given; the default adapts to how heavy starts are (docs/performance.md).
     this.semaphore =
       options.connectConcurrency !== undefined
         ? new Semaphore(options.connectConcurrency)
@@ -267,7 +267,7 @@ export class McpController {
     );
     for (const [name, n] of counted) for (let i = 0; i < n; i++) this.usage.record(name);
     // Before anything is spawned: a previous host of this workspace that was SIGKILLed
-    // may have left detached servers running (issue 10).
+    // may have left detached servers running (docs/library.md).
     const stateFile = this.options.processStateFile ?? defaultProcessStatePath(this.root, this.env);
     if (stateFile !== false) {
       const reaped = await this.tracker.useStateFile(stateFile).catch((err: unknown) => {

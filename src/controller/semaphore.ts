@@ -6,7 +6,7 @@ export interface Lease {
 }
 
 /**
- * Adapting the limit to how heavy starts are (issue 16): a start that takes
+ * Adapting the limit to how heavy starts are (docs/performance.md): a start that takes
  * 250 ms of CPU and one that takes 25 ms should not get the same limit. The
  * limit aims at {@link budgetMsPerCore} ms of start work in flight per core:
  * enough to keep every core busy, few enough that heavy starts do not thrash
@@ -163,7 +163,7 @@ const IDLE_TICKS_PER_SAMPLE = (sampleMs: number): number => Math.max(1, Math.flo
 
 /**
  * Hold a connect slot only through a server's CPU-heavy start, not through its
- * handshake (issue 10). Starting servers is CPU-bound, which is why the number
+ * handshake (docs/library.md). Starting servers is CPU-bound, which is why the number
  * of concurrent starts is limited at all; a server that never answers
  * `initialize` but sits idle costs nothing, and holding its slot until the
  * connect timeout would starve every healthy server queued behind it.

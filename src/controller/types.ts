@@ -169,7 +169,7 @@ export interface McpControllerOptions {
    */
   processStateFile?: string | false;
   /**
-   * Directory of the listing cache (issue 13): every successful listing is
+   * Directory of the listing cache (SPEC §12): every successful listing is
    * stored there (0600, keyed by workspace and fingerprint) so the next start
    * registers a server's tools before it answers. Default
    * `$XDG_CACHE_HOME/mcp-reconciler/listings` (`~/.cache/…`); `false` keeps

@@ -1,5 +1,5 @@
 /**
- * Resources through the gateway (issue 14): `resources/list`,
+ * Resources through the gateway (SPEC §13): `resources/list`,
  * `resources/templates/list`, `resources/read`, `resources/subscribe` and
  * `resources/unsubscribe` of one session, scoped like its tools, with
  * `notifications/resources/list_changed` when a server in scope changes its

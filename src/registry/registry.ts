@@ -28,7 +28,7 @@ export interface RegisteredTool {
   /** The connection generation whose listing this entry came from. */
   generation: number;
   /**
-   * `true` while the entry comes from the listing cache (issue 13) rather than
+   * `true` while the entry comes from the listing cache (SPEC §12) rather than
    * from a listing of the running server; the next live listing replaces it.
    */
   cached?: true;

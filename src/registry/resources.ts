@@ -1,5 +1,5 @@
 /**
- * The resources and resource templates of one controller's servers (issue 14).
+ * The resources and resource templates of one controller's servers (SPEC §13).
  *
  * Resources are addressed by URI, and URIs are kept exactly as the server
  * lists them: a URI is what a client reads, and what tools hand out in

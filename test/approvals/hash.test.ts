@@ -15,7 +15,7 @@ describe('approvalHash (SPEC §4)', () => {
     expect(approvalHash(base)).toMatch(/^[0-9a-f]{32}$/);
   });
 
-  // Bound to what runs and what it reaches (issue 15): these edits ask again…
+  // Bound to what runs and what it reaches (SPEC §4): these edits ask again…
   const edits: Array<[string, ServerConfig]> = [
     ['command', { ...base, command: 'deno' }],
     ['args', { ...base, args: ['other.js'] }],

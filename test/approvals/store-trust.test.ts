@@ -1,5 +1,5 @@
 /**
- * The approvals file is a trust boundary (SPEC §4, issue 10): one that
+ * The approvals file is a trust boundary (SPEC §4): one that
  * someone else could write (group/other-writable, or owned by another user)
  * is refused like a corrupt one, with a hint that says how to fix it; and a
  * symlinked approvals file stays a symlink when decisions are written

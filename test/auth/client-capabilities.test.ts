@@ -1,6 +1,6 @@
 /**
  * Elicitation, roots and sampling through the public API, with an
- * in-process SDK server whose tools ask the client (issue 11).
+ * in-process SDK server whose tools ask the client (docs/oauth.md).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

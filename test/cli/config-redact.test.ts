@@ -1,7 +1,7 @@
 /**
  * `config` shows the expanded config: `${VAR}` has already become the secret,
  * so both outputs must hide env values, header values and credential-looking
- * args (issue 10). No server is started: `config` only reads files.
+ * args (docs/library.md). No server is started: `config` only reads files.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,6 +1,6 @@
 /**
  * Text that comes from config files and servers must not act on the user's
- * shell or terminal (issue 10):
+ * shell or terminal (docs/library.md):
  * - suggested commands quote server names for POSIX shells, so pasting one
  *   runs exactly the suggested command (checked by running it through `sh -c`
  *   with the CLI name replaced by `echo`);

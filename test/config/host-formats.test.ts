@@ -1,5 +1,5 @@
 /**
- * Issue 12: a preset loads exactly what its host would run. Each fixture
+ * docs/presets.md: a preset loads exactly what its host would run. Each fixture
  * below is written for this test in the host's own format, and the expected
  * desired map is checked through `config --json` (what a user sees).
  */

@@ -1,5 +1,5 @@
 /**
- * Config files written to hurt (issue 10, "Hostile input"): nesting that
+ * Config files written to hurt (docs/library.md, "Hostile input"): nesting that
  * overflows recursive parsers, files too large to parse, timeouts that
  * overflow Node's timer, and server names that are Object.prototype members.
  * Each must load or fail as issues for that file only, never throw.

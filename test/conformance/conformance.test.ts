@@ -1,7 +1,7 @@
 /**
  * The official MCP client conformance suite (@modelcontextprotocol/conformance
  * 0.1.16) against conformance/client.ts, the client that uses only the public
- * API (issue 11): the same runner as `npm run conformance`, run once as a
+ * API (docs/oauth.md): the same runner as `npm run conformance`, run once as a
  * child process from the built tree (`npm test` builds first via `pretest`),
  * then one test per scenario so a failure names it.
  *

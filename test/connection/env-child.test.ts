@@ -1,5 +1,5 @@
 /**
- * The stdio environment allow-list (SPEC §8.2, issue 10) seen from a real
+ * The stdio environment allow-list (SPEC §8.2, docs/library.md) seen from a real
  * child: the fixture server's `env` tool reports what it inherited.
  */
 import { afterAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The SDK Client's JSON Schema validator is built on first use (issue 16:
+ * The SDK Client's JSON Schema validator is built on first use (docs/performance.md:
  * the default builds an Ajv instance per connection that nothing here uses).
  */
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Orphans of a SIGKILLed host (issue 10): the groups a controller spawns are
+ * Orphans of a SIGKILLed host (docs/library.md): the groups a controller spawns are
  * recorded in a 0600 state file per workspace, and the next start kills those
  * that still are the recorded process — never a process that merely got the
  * same PID or runs another command.

@@ -1,5 +1,5 @@
 /**
- * Resources on one connection (issue 14): listed at connect (all pages, with
+ * Resources on one connection (SPEC §13): listed at connect (all pages, with
  * templates) when the server declares the capability, re-listed on
  * `resources/list_changed`, read, subscribed and unsubscribed, and
  * `resources/updated` surfaced as an event. Real servers: the resource

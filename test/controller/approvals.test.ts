@@ -148,7 +148,7 @@ describe('a gated server from .mcp.json', () => {
     expect(processesMatching(b.marker)).toEqual([]);
   });
 
-  it('a filter, description or timeout edit of an approved server applies without a new prompt and without a reconnect (issue 15)', async () => {
+  it('a filter, description or timeout edit of an approved server applies without a new prompt and without a reconnect (SPEC §4)', async () => {
     const ws = h.workspace();
     const { config, marker } = markedServer(ws, 'kb');
     ws.writeMcpJson({ kb: config });

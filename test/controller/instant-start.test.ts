@@ -1,5 +1,5 @@
 /**
- * Instant start (issue 13): the listing cache, lazy servers (`dormant`), the
+ * Instant start (SPEC §12): the listing cache, lazy servers (`dormant`), the
  * idle stop, and the gates in front of all of them. Real fixture servers and
  * real processes; every spawned PID is checked dead at the end.
  */

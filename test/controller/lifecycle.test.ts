@@ -1,5 +1,5 @@
 /**
- * Lifecycle edges (issue 10, "Half-states and lifecycle"): dispose waits for
+ * Lifecycle edges (docs/library.md, "Half-states and lifecycle"): dispose waits for
  * every close, invalid runtime entries fail at once, errors that cannot heal
  * go straight to `failed`, a re-added server starts clean, and decisions
  * never start anything by themselves. Real fixture servers and processes.

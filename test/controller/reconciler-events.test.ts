@@ -1,5 +1,5 @@
 /**
- * What the controller sends the reconciler (issue 15): the event that names
+ * What the controller sends the reconciler (SPEC §4): the event that names
  * the change — APPROVAL for a decision, GATING for an `mcp.excluded` edit,
  * TRUST for the folder's trust, CONFIG for a server edit — never a CONFIG
  * for everything. `reconcilerEvents` is checked on its own, then through a

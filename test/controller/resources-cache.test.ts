@@ -1,5 +1,5 @@
 /**
- * The listing cache with resources (issue 14): a warm-cache start registers
+ * The listing cache with resources (SPEC §13): a warm-cache start registers
  * a server's resources and templates before it runs (a lazy server's while
  * dormant), a read wakes it, and cache files written before resources were
  * cached (version 1) still give their tools.

@@ -1,5 +1,5 @@
 /**
- * Issue 13's idle stop against resource subscriptions (issue 14): a server
+ * The idle stop (SPEC §12) against resource subscriptions (SPEC §13): a server
  * with at least one subscribed resource is never idle-stopped, and once the
  * last subscription ends `idleTimeoutMs` applies again. First the machine
  * alone (simulated clock), then the controller with real fixture servers:

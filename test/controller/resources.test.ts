@@ -1,5 +1,5 @@
 /**
- * Resources through the controller (issue 14), with real servers: listed
+ * Resources through the controller (SPEC §13), with real servers: listed
  * and read (templates too), re-listed on list_changed, owned by one server
  * when two list a URI, never listed for a server pending approval (reading
  * one says why), and subscriptions that survive a reconnect.

@@ -1,5 +1,5 @@
 /**
- * Hung handshakes must not starve healthy servers (issue 10): a connect slot
+ * Hung handshakes must not starve healthy servers (docs/library.md): a connect slot
  * is not held through a handshake that never completes. Ordering only, no
  * durations: the healthy server must connect while every hung one is still
  * connecting, and their connect timeout is far away.

@@ -1,5 +1,5 @@
 /**
- * Status reads its facts from the machines (issue 15): removed names from the
+ * Status reads its facts from the machines (SPEC §4): removed names from the
  * reconciler's context, last errors from each server actor's context — also
  * the errors only the controller sees, which it reports to the actor.
  */

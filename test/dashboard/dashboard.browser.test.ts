@@ -34,7 +34,7 @@ const CHROMIUM_ARGS = [
 
 /** The chart node the page must highlight for a public state (the machine nests the live states under `live`). */
 function chartNodeOf(state: ServerStateName): string {
-  // A connected server with no call running is in `connected.idle` (issue 13: the idle timer lives there).
+  // A connected server with no call running is in `connected.idle` (SPEC §12: the idle timer lives there).
   if (state === 'connected') return 'server.live.connected.idle';
   if (state === 'connecting' || state === 'dormant') return `server.live.${state}`;
   if (state === 'reconnecting') return 'server.live.reconnecting';

@@ -1,5 +1,5 @@
 /**
- * The dashboard's Sign in (issue 11): `POST /api/auth` starts the OAuth flow
+ * The dashboard's Sign in (docs/oauth.md): `POST /api/auth` starts the OAuth flow
  * of a server in `needs_auth` and answers with the URL to open; once the
  * browser comes back, the server connects and the event stream says so. A
  * server OAuth does not apply to gets a 400 saying why.

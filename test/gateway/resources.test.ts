@@ -1,5 +1,5 @@
 /**
- * Resources through the gateway (issue 14), in-process: SDK clients on
+ * Resources through the gateway (SPEC §13), in-process: SDK clients on
  * session servers of one pool, over real fixture servers. Sessions list,
  * read and subscribe within their scope, hear list_changed for their
  * servers and resources/updated for what they subscribed to, and a closed

@@ -1,6 +1,6 @@
 /**
  * Gating only narrows as trust drops, through a real controller with real
- * fixture servers and a real watcher (SPEC §2.3, issue 10): a checked-in
+ * fixture servers and a real watcher (SPEC §2.3, docs/library.md): a checked-in
  * `.mcp.json` cannot un-exclude or re-allow a server the user gated, in a
  * trusted folder or not, at start and on hot reload; and `config` reports
  * the same verdicts.

@@ -1,5 +1,5 @@
 /**
- * Gating only narrows as trust drops (SPEC §2.3, issue 10): settings from a
+ * Gating only narrows as trust drops (SPEC §2.3, docs/library.md): settings from a
  * checked-in project or workspace file may add exclusions and narrow
  * `allowed`, never loosen what the user or CLI sources set; in an untrusted
  * folder they change nothing. Checked by example and by a seeded property

@@ -1,5 +1,5 @@
 /**
- * Issue 16 (the manager's RSS): a host whose servers all run over stdio never
+ * docs/performance.md (the manager's RSS): a host whose servers all run over stdio never
  * loads the SDK's HTTP transports, the SDK's OAuth module or our own OAuth
  * code. A real host process imports the built library, starts a stdio server
  * and lists its tools, with a module hook recording every module it loads.

@@ -1,5 +1,5 @@
 /**
- * The resource registry's rules (issue 14): URIs kept as listed, one owner
+ * The resource registry's rules (SPEC §13): URIs kept as listed, one owner
  * per URI (first in code-point order, whatever the commit order), ownership
  * within a view of servers, templates as the fallback owner, conflicts
  * reported and nothing rejected; resources come and go with the server's
