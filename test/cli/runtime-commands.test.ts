@@ -62,9 +62,10 @@ describe('status', () => {
     const ws = setup('notes');
     const r = await run(ws, 'status');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^NAME\s+SCOPE\s+STATE\s+TOOLS\s+REASON/);
-    expect(r.stdout).toMatch(/notes\s+user\s+connected\s+5/);
-    expect(r.stdout).toMatch(/docs\s+project\s+pending_approval\s+0\s+pending_approval\s+\.mcp\.json/);
+    expect(r.stdout).toMatch(/^NAME\s+SCOPE\s+STATE\s+TOOLS\s+TOKENS\s+REASON/);
+    expect(r.stdout).toMatch(/notes\s+user\s+connected\s+5\s+[1-9]\d*\s/);
+    expect(r.stdout).toMatch(/^total: 5 tools, [1-9]\d* tokens \(o200k_base\)$/m);
+    expect(r.stdout).toMatch(/docs\s+project\s+pending_approval\s+0\s+0\s+pending_approval\s+\.mcp\.json/);
     expect(r.stderr).toContain('hint: docs waits for approval: mcp-reconciler approve docs');
   });
 });
@@ -87,7 +88,7 @@ describe('tools', () => {
     const ws = setup('notes', 'tasks');
     const r = await run(ws, 'tools');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/mcp__notes__echo\s+notes\s+Echoes its text argument\./);
+    expect(r.stdout).toMatch(/mcp__notes__echo\s+notes\s+[1-9]\d*\s+Echoes its text argument\./);
     expect(r.stderr).toContain('not registered: tasks/long_job');
   });
 });
