@@ -23,6 +23,19 @@ export { computeGating, effectiveAllowed, type GatingInput, type ComputedGating 
 export { approvalHash } from './approvals/hash.js';
 export { FileApprovalStore, MemoryApprovalStore, type ApprovalStore, type ApprovalRecord } from './approvals/store.js';
 export { presets, type Preset } from './config/presets.js';
+export {
+  addServer,
+  removeServer,
+  editTargets,
+  EDIT_SCOPES,
+  type AddServerOptions,
+  type RemoveServerOptions,
+  type EditContext,
+  type EditResult,
+  type EditScope,
+  type EditTarget,
+  type ServerSpec,
+} from './config/edit.js';
 export type { ConfigSource, ConfigIssue } from './config/sources.js';
 export type { InputResolver, InputSpec } from './config/load.js';
 export { FORMAT_NAMES, type FormatName } from './config/formats.js';
