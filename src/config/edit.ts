@@ -14,7 +14,7 @@ import { formats, type FormatName } from './formats.js';
 import { parseSourceText } from './load.js';
 import { resolvePreset, type Preset } from './presets.js';
 import { formatIssue, isYamlPath, type ConfigSource } from './sources.js';
-import { hostEntry, holdsSecrets, type ServerSpec } from './writers/entry.js';
+import { hostEntry, holdsSecrets, variableNotes, type ServerSpec } from './writers/entry.js';
 import { rewriteFile } from './writers/file.js';
 import { addMember, deleteMember, TextEditError, readMember } from './writers/json-edit.js';
 import { addTomlServer, readTomlServer, removeTomlServer } from './writers/toml-edit.js';
@@ -84,6 +84,8 @@ export interface EditResult {
   needsApproval: boolean;
   /** The entry as written, for `add`. */
   entry?: Record<string, unknown>;
+  /** Things the user should know about what was written (a `${VAR}` the host will not expand). */
+  notes?: string[];
 }
 
 /** The host's own default scope for `add`. */
@@ -249,6 +251,7 @@ export async function addServer(options: AddServerOptions): Promise<EditResult> 
     created: done.created,
     needsApproval: GATED_SCOPES.has(t.scope),
     entry,
+    ...((notes) => (notes.length ? { notes } : {}))(variableNotes(t.format, formats[t.format].host, options.server)),
   };
 }
 

@@ -195,3 +195,14 @@ describe('add / remove: rules', () => {
     expect(Object.keys((await readBack('cursor')).desired).sort()).toEqual(names);
   });
 });
+
+describe('add: ${VAR} the host will not expand', () => {
+  it('is written as given, with a note saying how the host spells it', async () => {
+    const cursor = await addServer({ preset: 'cursor', cwd: ws, home, env, scope: 'user', name: 'c', server: { command: 'x', env: { T: '${TOKEN}', U: '${env:OTHER}' } } });
+    expect(cursor.notes).toEqual(['Cursor reads environment variables as ${env:TOKEN}; ${TOKEN} is written as given and Cursor will not expand it']);
+    const desktop = await addServer({ preset: 'claude-desktop', cwd: ws, home, env, name: 'd', server: { command: 'x', args: ['${HOME}'] } });
+    expect(desktop.notes).toEqual(['Claude Desktop does not expand variables, so ${HOME} reaches the server as written']);
+    const claude = await addServer({ preset: 'claude-code', cwd: ws, home, env, name: 'e', server: { command: 'x', env: { T: '${TOKEN}' } } });
+    expect(claude.notes).toBeUndefined();
+  });
+});

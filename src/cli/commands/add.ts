@@ -80,6 +80,7 @@ export function report(ctx: CliContext, verb: 'added' | 'removed', r: EditResult
   }
   const lines = [`${verb} "${r.name}" ${verb === 'added' ? 'to' : 'from'} ${describeTarget({ path: r.file, keyPath: r.keyPath })} [${r.scope}]`];
   if (r.backup) lines.push(`previous version kept as ${r.backup}`);
+  for (const note of r.notes ?? []) lines.push(`note: ${note}`);
   if (r.needsApproval) {
     lines.push(`it is in the project's own file, so it starts only once approved: mcp-reconciler approve ${shellQuote(r.name)} --cwd ${shellQuote(ctx.global.root)} (a running watch asks)`);
   }

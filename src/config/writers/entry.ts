@@ -138,3 +138,36 @@ export function hostEntry(format: FormatName, spec: ServerSpec): Raw {
     }
   }
 }
+
+/** How each host treats `${NAME}` in a value: expanded, only as `${env:NAME}` / `{env:NAME}`, or never. */
+const VARIABLES: Readonly<Record<FormatName, 'braces' | 'env-prefix' | 'opencode' | 'none'>> = {
+  default: 'braces',
+  'claude-code': 'braces',
+  gemini: 'braces',
+  qwen: 'braces',
+  vscode: 'env-prefix',
+  cursor: 'env-prefix',
+  roo: 'env-prefix',
+  windsurf: 'env-prefix',
+  opencode: 'opencode',
+  'claude-desktop': 'none',
+  cline: 'none',
+  codex: 'none',
+  zed: 'none',
+};
+
+/**
+ * Warnings for values the host will not expand the way they look: a plain
+ * `${NAME}` in a host that reads `${env:NAME}`, or any variable in a host
+ * that expands none. The values are written as given either way.
+ */
+export function variableNotes(format: FormatName, host: string, spec: ServerSpec): string[] {
+  const values = [spec.command, ...(spec.args ?? []), spec.url, ...Object.values(spec.env ?? {}), ...Object.values(spec.headers ?? {})].filter((v): v is string => typeof v === 'string');
+  const plain = [...new Set(values.flatMap((v) => [...v.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]!)))];
+  const style = VARIABLES[format];
+  if (plain.length === 0 || style === 'braces') return [];
+  const list = plain.map((n) => `\${${n}}`).join(', ');
+  if (style === 'none') return [`${host} does not expand variables, so ${list} reaches the server as written`];
+  const spelled = plain.map((n) => (style === 'opencode' ? `{env:${n}}` : `\${env:${n}}`)).join(', ');
+  return [`${host} reads environment variables as ${spelled}; ${list} is written as given and ${host} will not expand it`];
+}
