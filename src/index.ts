@@ -23,6 +23,7 @@ export { computeGating, effectiveAllowed, type GatingInput, type ComputedGating 
 export { approvalHash } from './approvals/hash.js';
 export { FileApprovalStore, MemoryApprovalStore, type ApprovalStore, type ApprovalRecord } from './approvals/store.js';
 export { presets, type Preset } from './config/presets.js';
+export { readServerLog, defaultLogDir, DEFAULT_LOG_MAX_BYTES, type LogRecord, type LogSource, type ReadLogOptions } from './controller/server-logs.js';
 export {
   addServer,
   removeServer,

@@ -4,6 +4,7 @@ import { approveCommand, rejectCommand } from './approve.js';
 import { authCommand, logoutCommand } from './auth.js';
 import { callCommand } from './call.js';
 import { configCommand } from './config.js';
+import { logsCommand } from './logs.js';
 import { reconnectCommand } from './reconnect.js';
 import { removeCommand } from './remove.js';
 import { serveCommand } from './serve.js';
@@ -29,5 +30,6 @@ export const commands: readonly CliCommand[] = [
   configCommand,
   addCommand,
   removeCommand,
+  logsCommand,
   vizCommand,
 ];
