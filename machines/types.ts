@@ -3,11 +3,16 @@
  * only `xstate` and files in `machines/`, so the shapes they consume live here.
  */
 
-/** Where a server entry came from, lowest to highest precedence (SPEC §2.1). */
-export type Scope = 'user' | 'project' | 'workspace' | 'cli' | 'runtime' | 'sdk';
+/**
+ * Where a server entry came from, lowest to highest precedence (SPEC §2.1).
+ * `local` is a user's private entry for one workspace kept in a per-user file
+ * (Claude Code's `projects[<root>].mcpServers` in `~/.claude.json`): it wins
+ * over the project's checked-in file and, being the user's own, is not gated.
+ */
+export type Scope = 'user' | 'project' | 'local' | 'workspace' | 'cli' | 'runtime' | 'sdk';
 
 /** All scopes in precedence order, lowest first. */
-export const SCOPES: readonly Scope[] = ['user', 'project', 'workspace', 'cli', 'runtime', 'sdk'];
+export const SCOPES: readonly Scope[] = ['user', 'project', 'local', 'workspace', 'cli', 'runtime', 'sdk'];
 
 /** Scopes whose servers need an approval before anything starts (SPEC §2.1, §4). */
 export const GATED_SCOPES: ReadonlySet<Scope> = new Set<Scope>(['project', 'workspace']);

@@ -17,6 +17,8 @@ export const ErrorCode = {
   ToolUnavailable: 'tool_unavailable',
   /** The approvals store could not be read or written. */
   ApprovalStore: 'approval_store',
+  /** A host config file could not be written (`add`, `remove`). */
+  ConfigWrite: 'config_write',
   /** A server needs authorisation before it can connect. */
   NeedsAuth: 'needs_auth',
   /** Connecting or listing failed. */

@@ -25,6 +25,20 @@ export { approvalHash, fingerprint, serversEqual } from './config/identity.js';
 export { computeGating, effectiveAllowed, type GatingInput, type ComputedGating } from './gating/compute.js';
 export { FileApprovalStore, MemoryApprovalStore, type ApprovalStore, type ApprovalRecord } from './approvals/store.js';
 export { presets, type Preset } from './config/presets.js';
+export { readServerLog, defaultLogDir, DEFAULT_LOG_MAX_BYTES, type LogRecord, type LogSource, type ReadLogOptions } from './controller/server-logs.js';
+export {
+  addServer,
+  removeServer,
+  editTargets,
+  EDIT_SCOPES,
+  type AddServerOptions,
+  type RemoveServerOptions,
+  type EditContext,
+  type EditResult,
+  type EditScope,
+  type EditTarget,
+  type ServerSpec,
+} from './config/edit.js';
 export type { ConfigSource, ConfigIssue } from './config/sources.js';
 export type { InputResolver, InputSpec } from './config/load.js';
 export { FORMAT_NAMES, type FormatName } from './config/formats.js';

@@ -48,7 +48,14 @@ function fatalResult(source: ConfigSource, issue: Omit<ConfigIssue, 'file'>): Lo
   return { ...empty(source, true), fatal: true, issues: [{ file: source.path, code: ErrorCode.ConfigInvalid, ...issue }] };
 }
 
-function readSettings(root: Record<string, unknown>, doc: ParsedText, file: string, issues: ConfigIssue[]): SourceSettings {
+/** The object at key path `at` inside `value`, or `{}` when the path leads nowhere. */
+function descend(value: Record<string, unknown>, at: readonly string[]): Record<string, unknown> {
+  let node: unknown = value;
+  for (const key of at) node = isPlainObject(node) && Object.hasOwn(node, key) ? node[key] : undefined;
+  return isPlainObject(node) ? node : {};
+}
+
+function readSettings(root: Record<string, unknown>, doc: ParsedText, atPath: readonly string[], file: string, issues: ConfigIssue[]): SourceSettings {
   const settings: SourceSettings = {};
   const nested = isPlainObject(root.mcp) ? root.mcp : undefined;
   for (const key of ['allowed', 'excluded'] as const) {
@@ -60,7 +67,7 @@ function readSettings(root: Record<string, unknown>, doc: ParsedText, file: stri
       settings[key] = [...raw];
       continue;
     }
-    const pos = doc.locate(fromNested ? ['mcp', key] : [`mcp.${key}`]);
+    const pos = doc.locate([...atPath, ...(fromNested ? ['mcp', key] : [`mcp.${key}`])]);
     issues.push({
       file,
       line: pos?.line,
@@ -248,7 +255,11 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
   if (!isPlainObject(parsed.value)) {
     return fatalResult(source, { line: 1, column: 1, message: 'expected an object at the top level' });
   }
-  const root = parsed.value;
+  const top = parsed.value;
+  // A source that lives inside a larger file (`at`) reads only its own object;
+  // issues still point into the whole file.
+  const root = source.at === undefined ? top : descend(top, source.at);
+  const atPath: string[] = source.at === undefined ? [] : [...source.at];
   const format = formatOf(source, root);
   const issues: ConfigIssue[] = [];
   const servers: Record<string, ServerConfig> = {};
@@ -291,7 +302,7 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
   const unknown: string[] = [];
 
   const issueAt = (path: (string | number)[], server: string | undefined, p: EntryProblem, code: ErrorCode = ErrorCode.ConfigInvalid, severity?: 'warning') => {
-    const pos = parsed.locate([...path, ...p.path]);
+    const pos = parsed.locate([...atPath, ...path, ...p.path]);
     issues.push({ file, line: pos?.line, column: pos?.column, server, field: formatFieldPath(p.path), message: p.message, code, ...(severity ? { severity } : {}) });
   };
 
@@ -392,7 +403,7 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
     source,
     exists: true,
     servers,
-    settings: readSettings(root, parsed, file, issues),
+    settings: readSettings(root, parsed, atPath, file, issues),
     issues,
     fatal: false,
     ...(pending.size > 0 ? { pendingInputs: [...pending.values()] } : {}),

@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import type { FormatName } from './formats.js';
@@ -42,6 +43,19 @@ export function appDataHome(ctx: PresetContext): string {
   return configHome(ctx);
 }
 
+/**
+ * The workspace root as Claude Code keys it in `~/.claude.json`: the real
+ * path (it starts from the process's working directory, which has its
+ * symlinks resolved). A root that does not exist keeps its path.
+ */
+export function realRoot(root: string): string {
+  try {
+    return realpathSync(root);
+  } catch {
+    return root;
+  }
+}
+
 /** VS Code's extension storage folder of extension `id`. */
 function vscodeExtensionStorage(ctx: PresetContext, id: string): string {
   return join(appDataHome(ctx), 'Code', 'User', 'globalStorage', id, 'settings');
@@ -82,11 +96,13 @@ export const presets: Readonly<Record<string, Preset>> = Object.freeze({
   'claude-code': {
     name: 'claude-code',
     format: 'claude-code',
-    description: 'Claude Code: ~/.claude.json (user), <root>/.mcp.json (project)',
+    description: 'Claude Code: ~/.claude.json (user), <root>/.mcp.json (project), projects[<root>] in ~/.claude.json (local; wins over both)',
     sources: (ctx) =>
       list(ctx, 'claude-code', [
         { scope: 'user', path: join(ctx.home, '.claude.json') },
         { scope: 'project', path: join(ctx.root, '.mcp.json') },
+        // `claude mcp add` writes here by default: the user's own entries for this folder, keyed by its real path.
+        { scope: 'local', path: join(ctx.home, '.claude.json'), at: ['projects', realRoot(ctx.root)] },
       ]),
   },
   'claude-desktop': {

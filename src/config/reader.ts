@@ -50,8 +50,12 @@ export function configSources(o: SourceSelection): ConfigSource[] {
   } else {
     list = o.preset.sources({ root: o.root, home: o.home, env: o.env });
     if (o.userConfigPath !== undefined) {
-      const user: ConfigSource = { scope: 'user', path: o.userConfigPath, root: o.root, ...(o.preset.format ? { format: o.preset.format } : {}) };
-      list = [user, ...list.filter((s) => s.scope !== 'user')];
+      const userConfigPath = o.userConfigPath;
+      const user: ConfigSource = { scope: 'user', path: userConfigPath, root: o.root, ...(o.preset.format ? { format: o.preset.format } : {}) };
+      // A local-scope source kept inside the user file (Claude Code's `projects[<root>]`) moves with it.
+      const userPaths = new Set(list.filter((s) => s.scope === 'user').map((s) => s.path));
+      const rest = list.filter((s) => s.scope !== 'user').map((s) => (s.scope === 'local' && userPaths.has(s.path) ? { ...s, path: userConfigPath } : s));
+      list = [user, ...rest];
     }
   }
   for (const file of o.configFiles ?? []) {
@@ -59,6 +63,11 @@ export function configSources(o: SourceSelection): ConfigSource[] {
     list.push({ scope: 'cli', path: inline ? INLINE_SOURCE_PATH : file, root: o.root, ...(o.configFormat !== undefined ? { format: o.configFormat } : {}) });
   }
   return list.map((s) => (s.path === INLINE_SOURCE_PATH && s.scope === 'cli' ? s : { ...s, path: path.resolve(o.root, s.path) }));
+}
+
+/** Identifies a source: one file may hold several (Claude Code's user and local scopes). */
+function sourceKey(s: ConfigSource): string {
+  return JSON.stringify([s.path, s.scope, s.at ?? []]);
 }
 
 /** What one {@link ConfigReader.read} found. */
@@ -118,7 +127,8 @@ export class ConfigReader {
   }
 
   private withLastGood(fresh: LoadedSource): LoadedSource {
-    const prev = this.lastGood.get(fresh.source.path);
+    const key = sourceKey(fresh.source);
+    const prev = this.lastGood.get(key);
     if (fresh.fatal) {
       // A file that does not parse keeps its last good content in force (SPEC §3.2).
       return prev ? { ...prev, issues: fresh.issues } : fresh;
@@ -139,7 +149,7 @@ export class ConfigReader {
       if (invalid && settings[key] === undefined && keep !== undefined) settings[key] = keep;
     }
     const merged: LoadedSource = { ...fresh, servers, settings };
-    this.lastGood.set(fresh.source.path, { ...merged, issues: [] });
+    this.lastGood.set(key, { ...merged, issues: [] });
     return merged;
   }
 }

@@ -23,6 +23,13 @@ export interface ConfigSource {
   /** Keys read for servers; default the format's (both `mcpServers` and `servers` for the default format). */
   keys?: ServersKey[];
   /**
+   * Where in the file the object holding the server keys is: a key path from
+   * the top (Claude Code's local scope, `['projects', <root>]` in
+   * `~/.claude.json`). Default the top level. A path that leads nowhere is
+   * an empty source, not an error.
+   */
+  at?: readonly string[];
+  /**
    * Whose file this is: how its entries, variables and transports are read
    * (see `formats.ts`). Default: judged from the path, else `default`.
    */

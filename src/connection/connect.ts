@@ -12,6 +12,7 @@ import {
   EmptyResultSchema,
   ErrorCode as McpErrorCode,
   McpError,
+  LoggingMessageNotificationSchema,
   PromptListChangedNotificationSchema,
   ReadResourceResultSchema,
   ResourceListChangedNotificationSchema,
@@ -96,6 +97,10 @@ export interface ConnectOptions {
   wrapFetch?: (next: FetchLike) => FetchLike;
   /** The protocol revision when the entry pins none (the controller's default). Default `auto`. */
   protocol?: ProtocolChoice;
+  /** What a stdio server writes to stderr, chunk by chunk (its log). */
+  onStderr?: (chunk: Buffer) => void;
+  /** Each MCP log message (`notifications/message`) the server sends. */
+  onLogMessage?: (params: { level: string; logger?: string; data?: unknown }) => void;
 }
 
 /** Abort and time limit of one request. */
@@ -221,6 +226,10 @@ class Connection implements LiveConnection {
     this.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
       if (this.state === 'ready') this.emit({ type: 'resource_updated', uri: n.params.uri });
     });
+    if (opts.onLogMessage) {
+      const onLog = opts.onLogMessage;
+      this.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => onLog(n.params));
+    }
     this.client.onerror = (err) => this.transportError(err);
     this.client.onclose = () => this.transportClosed();
     this.transportContext = {
@@ -233,6 +242,7 @@ class Connection implements LiveConnection {
       tracker: opts.tracker,
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(opts.startPhase?.spawned ? { onSpawn: opts.startPhase.spawned } : {}),
+      ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),
       ...(opts.wrapFetch ? { wrapFetch: opts.wrapFetch } : {}),
       onStatus: (status) => this.recordStatus(status),
       onSessionLoss: (loss) => this.sessionGone(loss),

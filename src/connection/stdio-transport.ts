@@ -24,6 +24,8 @@ export interface StdioProcessTransportOptions {
   stderrLimit?: number;
   /** Called once the child runs (its `spawn` event), with its PID. */
   onSpawn?: (pid: number) => void;
+  /** Every chunk the child writes to stderr (the server's log), besides the kept tail. */
+  onStderr?: (chunk: Buffer) => void;
 }
 
 const DEFAULT_STDERR_LIMIT = 8 * 1024;
@@ -154,7 +156,10 @@ export class StdioProcessTransport implements Transport {
         }
       });
       child.stdout?.on('data', (chunk: Buffer) => this.onStdout(chunk));
-      child.stderr?.on('data', (chunk: Buffer) => this.stderr.push(chunk));
+      child.stderr?.on('data', (chunk: Buffer) => {
+        this.stderr.push(chunk);
+        this.options.onStderr?.(chunk);
+      });
       // EPIPE after the child died: reported through exit/close, not as a crash.
       child.stdin?.on('error', () => {});
       child.stdout?.on('error', () => {});

@@ -35,6 +35,8 @@ export interface TransportContext {
   signal?: AbortSignal;
   /** A stdio child runs. */
   onSpawn?: (pid: number) => void;
+  /** A stdio child wrote to stderr. */
+  onStderr?: (chunk: Buffer) => void;
   /** Wraps the HTTP fetch (the OAuth layer). */
   wrapFetch?: (next: FetchLike) => FetchLike;
   /** Every HTTP status the server answered with, after OAuth had its say. */
@@ -89,6 +91,7 @@ export async function buildTransport(ctx: TransportContext): Promise<BuiltTransp
         cwd: resolvePath(ctx.cwd, config.cwd ?? '.'),
         tracker: ctx.tracker,
         ...(ctx.onSpawn ? { onSpawn: ctx.onSpawn } : {}),
+        ...(ctx.onStderr ? { onStderr: ctx.onStderr } : {}),
       });
       return { transport: stdio, stdio };
     }

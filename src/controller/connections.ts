@@ -11,6 +11,7 @@ import {
 import type { DesiredMap, DesiredServer } from '../../machines/types.js';
 import type { CachedListing, ListingCache } from '../cache/listing-cache.js';
 import type { ClientFeatures } from '../connection/client-capabilities.js';
+import type { ServerLogWriter } from './server-logs.js';
 import { openConnection, type ConnectionEvent, type ConnectOptions, type LiveConnection } from '../connection/connect.js';
 import { ownCpuTicks, processTreeCpuTicks, type ProcessTracker } from '../connection/processes.js';
 import { ResourceSubscriptions } from '../connection/subscriptions.js';
@@ -87,6 +88,8 @@ export interface ConnectionsDeps {
   promptsChanged(): void;
   /** Tell `name`'s actor about an error that moves it nowhere; its context keeps the last error. */
   report(name: string, event: ErrorReportedEvent): void;
+  /** Where servers' stderr and log messages go, once started (none when logs are off). */
+  serverLog(): ServerLogWriter | undefined;
 }
 
 /**
@@ -235,6 +238,7 @@ export class Connections {
         ...(hold ? { startPhase: hold } : {}),
         clientFeatures: deps.clientFeatures(),
         ...((wrap) => (wrap ? { wrapFetch: wrap } : {}))(deps.fetchFor(name, entry)),
+        ...((log) => (log ? { onStderr: (chunk: Buffer) => log.stderr(name, chunk), onLogMessage: (m: Parameters<ServerLogWriter['message']>[1]) => log.message(name, m) } : {}))(deps.serverLog()),
       });
     } finally {
       hold?.release();

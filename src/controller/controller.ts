@@ -12,6 +12,7 @@ import type { ConfigSource } from '../config/sources.js';
 import type { ComputedGating } from '../gating/compute.js';
 import { canonicalRoot, defaultApprovalsPath, FileApprovalStore } from '../approvals/store.js';
 import { defaultProcessStatePath, ProcessTracker } from '../connection/processes.js';
+import { defaultLogDir, readServerLog, ServerLogWriter, type LogRecord, type ReadLogOptions } from './server-logs.js';
 import { ToolRegistry, type RegisteredPrompt, type RegisteredTool } from '../registry/registry.js';
 import { defaultListingCacheDir, ListingCache } from '../cache/listing-cache.js';
 import { watchConfigFiles, type ConfigWatcher } from '../watch/config-watcher.js';
@@ -88,6 +89,8 @@ export class McpController {
   private readonly state: DesiredState;
   private root: string;
   private watcher: ConfigWatcher | undefined;
+  /** Each server's stderr, log messages and supervisor lines (server-logs.ts); created by `start()`. */
+  private serverLog: ServerLogWriter | undefined;
   private started: Promise<void> | undefined;
   private disposing: Promise<void> | undefined;
   /** Listings by fingerprint (SPEC §12); created by `start()` once the root is canonical. */
@@ -176,6 +179,7 @@ export class McpController {
       connectStarted: (name) => this.auth.connectStarted(name),
       promptsChanged: () => this.emitClientUpdate(),
       report: (name, event) => this.view.serverActors().get(name)?.send(event),
+      serverLog: () => this.serverLog,
     });
     this.auth = new AuthHooks({
       options,
@@ -268,6 +272,12 @@ export class McpController {
     for (const [name, n] of counted) for (let i = 0; i < n; i++) this.usage.record(name);
     // Before anything is spawned: a previous host of this workspace that was SIGKILLed
     // may have left detached servers running (docs/library.md).
+    if (this.options.logDir !== false) {
+      this.serverLog = new ServerLogWriter(path.resolve(this.root, this.options.logDir ?? defaultLogDir(this.root, this.env)), {
+        ...(this.options.logMaxBytes !== undefined ? { maxBytes: this.options.logMaxBytes } : {}),
+        onError: (err) => this.logger.warn(`server logs: ${describeError(err)}`),
+      });
+    }
     const stateFile = this.options.processStateFile ?? defaultProcessStatePath(this.root, this.env);
     if (stateFile !== false) {
       const reaped = await this.tracker.useStateFile(stateFile).catch((err: unknown) => {
@@ -333,6 +343,7 @@ export class McpController {
     await this.connections.closeAll();
     this.auth.dispose();
     await this.tracker.killAll();
+    await this.serverLog?.flush();
     await this.cache?.flush();
     this.usage.save();
     this.actor.stop();
@@ -369,6 +380,7 @@ export class McpController {
     const previous = this.stateCache.get(name);
     this.stateCache.set(name, state);
     this.auth.onState(name, state);
+    if (state !== previous) this.logTransition(name, state, ctx.attempt, (ev.snapshot as unknown as { context: { lastError?: string } }).context.lastError);
     this.emitter.emit('server-state', {
       name,
       state,
@@ -379,6 +391,30 @@ export class McpController {
       attempt: ctx.attempt,
     });
     this.emitClientUpdate();
+  }
+
+  /** The supervisor's line in the server's log: the new state, and the error that moved it there. */
+  private logTransition(name: string, state: ServerStateName, attempt: number, lastError: string | undefined): void {
+    const log = this.serverLog;
+    if (!log) return;
+    const failing = state === 'failed' || state === 'reconnecting';
+    // The process is gone in every other state: its unfinished last line comes before the reason.
+    if (state !== 'connecting' && state !== 'connected') log.endStderr(name);
+    const text = `${state}${state === 'connecting' && attempt > 1 ? ` (attempt ${attempt})` : ''}${failing && lastError ? `: ${lastError}` : ''}`;
+    log.supervisor(name, text, state === 'failed' ? 'error' : failing ? 'warning' : 'info');
+  }
+
+  /**
+   * `server`'s log, oldest record first: its stderr, the MCP log messages it
+   * sent and the supervisor's lines (state changes with their errors).
+   * `since` skips older records; `follow` keeps yielding new ones until
+   * `signal` aborts. Nothing when logs are off (`logDir: false`).
+   */
+  async *logs(server: string, options: ReadLogOptions = {}): AsyncGenerator<LogRecord> {
+    const dir = this.options.logDir === false ? undefined : (this.serverLog?.dir ?? path.resolve(this.root, this.options.logDir ?? defaultLogDir(await canonicalRoot(this.root).catch(() => this.root), this.env)));
+    if (dir === undefined) return;
+    await this.serverLog?.flush();
+    yield* readServerLog(dir, server, options);
   }
 
   private emitClientUpdate(): void {

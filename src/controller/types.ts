@@ -169,6 +169,16 @@ export interface McpControllerOptions {
    */
   processStateFile?: string | false;
   /**
+   * Directory of the per-server logs: each server's stderr, the MCP log
+   * messages it sends and the supervisor's lines about it, one 0600 file per
+   * server, rotated at `logMaxBytes`. Default
+   * `$XDG_STATE_HOME/mcp-reconciler/logs/<hash of the real root>`
+   * (`~/.local/state/…`); `false` keeps no logs.
+   */
+  logDir?: string | false;
+  /** Cap of each server's log file before it is rotated (one rotated file is kept). Default 1 MiB. */
+  logMaxBytes?: number;
+  /**
    * Directory of the listing cache (SPEC §12): every successful listing is
    * stored there (0600, keyed by workspace and fingerprint) so the next start
    * registers a server's tools before it answers. Default

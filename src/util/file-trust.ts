@@ -14,6 +14,7 @@
  */
 import { openSync, readFileSync, closeSync, fstatSync, type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { shellQuote } from '../format/shell.js';
 
 /** Why a file is not trusted, and the command that makes it trusted if its content is the user's own. */
 export interface Untrusted {
@@ -25,11 +26,6 @@ export interface Untrusted {
   uid: number;
   /** Permission bits (`mode & 0o777`). */
   mode: number;
-}
-
-/** `p` quoted for a POSIX shell when it needs it, so a hint can be pasted as is. */
-export function shellQuote(p: string): string {
-  return /^[\w@%+=:,./-]+$/.test(p) ? p : `'${p.replace(/'/g, `'\\''`)}'`;
 }
 
 function myUid(): number | undefined {

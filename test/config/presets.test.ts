@@ -23,7 +23,7 @@ describe('presets', () => {
 
   // Each path is where that host itself reads (Linux layout; macOS/Windows below).
   it.each([
-    ['claude-code', [['user', '/home/u/.claude.json', 'claude-code'], ['project', '/ws/.mcp.json', 'claude-code']]],
+    ['claude-code', [['user', '/home/u/.claude.json', 'claude-code'], ['project', '/ws/.mcp.json', 'claude-code'], ['local', '/home/u/.claude.json', 'claude-code']]],
     ['claude-desktop', [['user', '/home/u/.config/Claude/claude_desktop_config.json', 'claude-desktop']]],
     ['vscode', [['user', '/home/u/.config/Code/User/mcp.json', 'vscode'], ['workspace', '/ws/.vscode/mcp.json', 'vscode']]],
     ['cursor', [['user', '/home/u/.cursor/mcp.json', 'cursor'], ['project', '/ws/.cursor/mcp.json', 'cursor']]],

@@ -46,7 +46,7 @@ async function run(ctx: CliContext): Promise<number> {
     const doc = {
       root: g.root,
       preset: g.preset.name,
-      sources: ws.loaded.map((l) => ({ path: l.source.path, scope: l.source.scope, exists: l.exists })),
+      sources: ws.loaded.map((l) => ({ path: l.source.path, scope: l.source.scope, exists: l.exists, ...(l.source.at ? { at: l.source.at } : {}) })),
       gating: computed.lists,
       servers: entries.map((e) => ({
         name: e.name,
@@ -73,7 +73,8 @@ async function run(ctx: CliContext): Promise<number> {
     ['preset', g.preset.name],
   ]));
   lines.push('', 'sources');
-  lines.push(indent(table(ws.loaded.map((l) => [l.source.scope, show(l.source.path), l.exists ? '' : '(missing)']))));
+  const where = (l: (typeof ws.loaded)[number]) => show(l.source.path) + (l.source.at ? ` ${l.source.at.map((k) => `[${JSON.stringify(k)}]`).join('')}` : '');
+  lines.push(indent(table(ws.loaded.map((l) => [l.source.scope, where(l), l.exists ? '' : '(missing)']))));
   lines.push('', 'gating');
   lines.push(
     indent(

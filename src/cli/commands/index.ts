@@ -1,9 +1,12 @@
 import type { CliCommand } from '../command.js';
+import { addCommand } from './add.js';
 import { approveCommand, rejectCommand } from './approve.js';
 import { authCommand, logoutCommand } from './auth.js';
 import { callCommand } from './call.js';
 import { configCommand } from './config.js';
+import { logsCommand } from './logs.js';
 import { reconnectCommand } from './reconnect.js';
+import { removeCommand } from './remove.js';
 import { serveCommand } from './serve.js';
 import { statusCommand } from './status.js';
 import { toolsCommand } from './tools.js';
@@ -25,5 +28,8 @@ export const commands: readonly CliCommand[] = [
   authCommand,
   logoutCommand,
   configCommand,
+  addCommand,
+  removeCommand,
+  logsCommand,
   vizCommand,
 ];

@@ -1,4 +1,4 @@
-import { shellQuote } from '../../controller/messages.js';
+import { shellQuote } from '../../format/shell.js';
 import type { ServerStatus } from '../../controller/types.js';
 import { formatIssue, type ConfigIssue } from '../../config/sources.js';
 import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';

@@ -1,0 +1,341 @@
+/**
+ * Per-server logs: what a server wrote to stderr, the MCP log messages it
+ * sent (`notifications/message`) and the supervisor's lines about it
+ * (connects, losses, retries, failures), in one stream per server, so "why
+ * does it fail?" has one place to look. One JSON record per line in a 0600
+ * file under the state directory; a file that reaches the cap is rotated to
+ * `.1`, so a server never takes more than twice the cap on disk.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, open, rename, stat, type FileHandle } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
+
+/** Where a record came from. */
+export type LogSource = 'stderr' | 'mcp' | 'supervisor';
+
+/** One line of a server's log. */
+export interface LogRecord {
+  /** ISO time it was received. */
+  time: string;
+  server: string;
+  source: LogSource;
+  /** MCP log level (`info`, `error`, …) for `mcp` records; `error` / `info` for supervisor lines. */
+  level?: string;
+  /** The MCP message's `logger`, when it names one. */
+  logger?: string;
+  /** The text, as the server sent it (escape sequences included: printers neutralise them). */
+  text: string;
+}
+
+/** Largest log file per server before it is rotated (1 MiB; with the rotated file, 2 MiB per server at most). */
+export const DEFAULT_LOG_MAX_BYTES = 1024 * 1024;
+
+/** Longest stderr line kept as one record; a longer run without a newline is split. */
+const MAX_LINE_CHARS = 16 * 1024;
+
+/**
+ * The log folder of the workspace `root`:
+ * `$XDG_STATE_HOME/mcp-reconciler/logs/<hash of root>`, or
+ * `~/.local/state/…` when that is unset or relative. Pass the canonical
+ * (real) root, as for the process records next to it.
+ */
+export function defaultLogDir(root: string, env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env.XDG_STATE_HOME;
+  const base = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.local', 'state');
+  const key = createHash('sha256').update(root).digest('hex').slice(0, 32);
+  return join(base, 'mcp-reconciler', 'logs', key);
+}
+
+/** A server's log file in `dir`. Names are user data: anything but `A-Z a-z 0-9 _ -` is %-encoded (so no `..`, `/`). */
+export function logFile(dir: string, server: string): string {
+  const safe = [...Buffer.from(server, 'utf8')].map((b) => (/[A-Za-z0-9_-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+  return join(dir, `${safe}.log`);
+}
+
+/** One server's file: appends are queued and written in order; the file is rotated at the cap. */
+class LogSink {
+  private pending: string[] = [];
+  private pendingBytes = 0;
+  private dropped = 0;
+  private size: number | undefined;
+  private flushing: Promise<void> | undefined;
+
+  constructor(
+    private readonly file: string,
+    private readonly maxBytes: number,
+    private readonly ensureDir: () => Promise<void>,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  append(line: string): void {
+    const bytes = Buffer.byteLength(line);
+    this.pending.push(line);
+    this.pendingBytes += bytes;
+    // A server writing faster than the disk takes it: keep the newest cap's worth.
+    while (this.pendingBytes > this.maxBytes && this.pending.length > 1) {
+      const old = this.pending.shift()!;
+      this.pendingBytes -= Buffer.byteLength(old);
+      this.dropped++;
+    }
+    this.flushing ??= this.drain().finally(() => {
+      this.flushing = undefined;
+      if (this.pending.length > 0) this.append('');
+    });
+  }
+
+  /** Resolves once everything appended so far is on disk. */
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      await this.ensureDir();
+      while (this.pending.length > 0) {
+        const chunk = this.pending.join('');
+        this.pending = [];
+        this.pendingBytes = 0;
+        if (chunk !== '') await this.write(chunk);
+      }
+    } catch (err) {
+      this.pending = [];
+      this.pendingBytes = 0;
+      this.onError(err);
+    }
+  }
+
+  private async write(chunk: string): Promise<void> {
+    this.size ??= await stat(this.file).then(
+      (s) => s.size,
+      () => 0,
+    );
+    let bytes = Buffer.byteLength(chunk);
+    if (this.size + bytes > this.maxBytes && this.size > 0) {
+      await rename(this.file, `${this.file}.1`);
+      this.size = 0;
+    }
+    if (bytes > this.maxBytes) {
+      // Keep whole records from the end.
+      const tail = Buffer.from(chunk).subarray(bytes - this.maxBytes).toString('utf8');
+      chunk = tail.slice(tail.indexOf('\n') + 1);
+      bytes = Buffer.byteLength(chunk);
+    }
+    const fh = await open(this.file, 'a', 0o600);
+    try {
+      await fh.write(chunk);
+    } finally {
+      await fh.close();
+    }
+    this.size += bytes;
+  }
+
+  /** How many records were dropped since the last call (the writer was behind). */
+  takeDropped(): number {
+    const n = this.dropped;
+    this.dropped = 0;
+    return n;
+  }
+}
+
+/** Options of a {@link ServerLogWriter}. */
+export interface ServerLogWriterOptions {
+  /** Cap of each server's log file, in bytes; default {@link DEFAULT_LOG_MAX_BYTES}. */
+  maxBytes?: number;
+  /** Writing failed (disk full, no permission): logs are best effort, a server never waits for them. */
+  onError?: (err: unknown) => void;
+}
+
+/** Writes every server's log of one workspace into `dir`. */
+export class ServerLogWriter {
+  private readonly sinks = new Map<string, LogSink>();
+  /** Undecoded bytes and the unfinished line of each server's stderr. */
+  private readonly partial = new Map<string, { decoder: StringDecoder; line: string }>();
+  private readonly maxBytes: number;
+  private dirReady: Promise<void> | undefined;
+  private errorReported = false;
+
+  constructor(
+    readonly dir: string,
+    private readonly options: ServerLogWriterOptions = {},
+  ) {
+    this.maxBytes = Math.max(4096, options.maxBytes ?? DEFAULT_LOG_MAX_BYTES);
+  }
+
+  private sink(server: string): LogSink {
+    let sink = this.sinks.get(server);
+    if (!sink) {
+      sink = new LogSink(
+        logFile(this.dir, server),
+        this.maxBytes,
+        () => (this.dirReady ??= mkdir(this.dir, { recursive: true, mode: 0o700 }).then(() => undefined)),
+        (err) => {
+          this.dirReady = undefined;
+          // Once per writer: a full disk would otherwise report every line.
+          if (!this.errorReported) this.options.onError?.(err);
+          this.errorReported = true;
+        },
+      );
+      this.sinks.set(server, sink);
+    }
+    return sink;
+  }
+
+  private record(r: Omit<LogRecord, 'time'>): void {
+    const sink = this.sink(r.server);
+    const dropped = sink.takeDropped();
+    const time = new Date().toISOString();
+    if (dropped > 0) sink.append(`${JSON.stringify({ time, server: r.server, source: 'supervisor', level: 'warning', text: `${dropped} log lines dropped: the server wrote faster than its log could be written` })}\n`);
+    sink.append(`${JSON.stringify({ time, ...r })}\n`);
+  }
+
+  /** A chunk of `server`'s stderr; complete lines become records, the rest waits for its newline. */
+  stderr(server: string, chunk: Buffer): void {
+    let p = this.partial.get(server);
+    if (!p) this.partial.set(server, (p = { decoder: new StringDecoder('utf8'), line: '' }));
+    p.line += p.decoder.write(chunk);
+    let nl: number;
+    while ((nl = p.line.indexOf('\n')) >= 0 || p.line.length > MAX_LINE_CHARS) {
+      const end = nl >= 0 && nl <= MAX_LINE_CHARS ? nl : MAX_LINE_CHARS;
+      const text = p.line.slice(0, end).replace(/\r$/, '');
+      p.line = p.line.slice(end + (end === nl ? 1 : 0));
+      this.record({ server, source: 'stderr', text });
+    }
+  }
+
+  /** Whatever `server` wrote to stderr without a final newline (its process ended). */
+  endStderr(server: string): void {
+    const p = this.partial.get(server);
+    if (!p) return;
+    this.partial.delete(server);
+    const rest = p.line + p.decoder.end();
+    if (rest !== '') this.record({ server, source: 'stderr', text: rest });
+  }
+
+  /** An MCP `notifications/message` from `server`. */
+  message(server: string, params: { level: string; logger?: string; data?: unknown }): void {
+    const text = typeof params.data === 'string' ? params.data : JSON.stringify(params.data) ?? '';
+    this.record({ server, source: 'mcp', level: params.level, ...(params.logger !== undefined ? { logger: params.logger } : {}), text });
+  }
+
+  /** A line of the supervisor's about `server`. */
+  supervisor(server: string, text: string, level: 'info' | 'warning' | 'error' = 'info'): void {
+    this.record({ server, source: 'supervisor', level, text });
+  }
+
+  /** Resolves once everything recorded so far is written. */
+  async flush(): Promise<void> {
+    for (const server of [...this.partial.keys()]) this.endStderr(server);
+    await Promise.all([...this.sinks.values()].map((s) => s.flush()));
+  }
+}
+
+/** Options of {@link readServerLog}. */
+export interface ReadLogOptions {
+  /** Only records at or after this time (a `Date`, or epoch milliseconds). */
+  since?: Date | number;
+  /** Keep waiting for new records (across rotations) until `signal` aborts. */
+  follow?: boolean;
+  signal?: AbortSignal;
+  /** How often a followed log is checked for growth; default 200 ms. */
+  pollMs?: number;
+}
+
+function parseLine(line: string): LogRecord | undefined {
+  try {
+    const r = JSON.parse(line) as LogRecord;
+    return typeof r.time === 'string' && typeof r.text === 'string' ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function openIfExists(path: string): Promise<FileHandle | undefined> {
+  try {
+    return await open(path, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** Read `fh` from `offset` to its current end; whole lines only. */
+async function readFrom(fh: FileHandle, offset: number): Promise<{ lines: string[]; offset: number }> {
+  const { size } = await fh.stat();
+  if (size <= offset) return { lines: [], offset };
+  const buf = Buffer.alloc(size - offset);
+  const { bytesRead } = await fh.read(buf, 0, buf.length, offset);
+  const text = buf.subarray(0, bytesRead).toString('utf8');
+  const last = text.lastIndexOf('\n');
+  if (last < 0) return { lines: [], offset };
+  return { lines: text.slice(0, last).split('\n'), offset: offset + Buffer.byteLength(text.slice(0, last + 1)) };
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * The records of `server`'s log in `dir`, oldest first: the rotated file,
+ * then the current one. With `follow`, keeps yielding new records as they
+ * are written (a rotation is followed) until `signal` aborts. A missing log
+ * yields nothing (and, followed, waits for it to appear).
+ */
+export async function* readServerLog(dir: string, server: string, options: ReadLogOptions = {}): AsyncGenerator<LogRecord> {
+  const file = logFile(dir, server);
+  const since = options.since === undefined ? undefined : new Date(options.since).toISOString();
+  const keep = (r: LogRecord | undefined): r is LogRecord => r !== undefined && (since === undefined || r.time >= since);
+  const rotated = await openIfExists(`${file}.1`);
+  if (rotated) {
+    try {
+      for (const line of (await readFrom(rotated, 0)).lines) {
+        const r = parseLine(line);
+        if (keep(r)) yield r;
+      }
+    } finally {
+      await rotated.close();
+    }
+  }
+  let fh = await openIfExists(file);
+  let offset = 0;
+  try {
+    for (;;) {
+      if (fh) {
+        const read = await readFrom(fh, offset);
+        offset = read.offset;
+        for (const line of read.lines) {
+          const r = parseLine(line);
+          if (keep(r)) yield r;
+        }
+      }
+      if (!options.follow || options.signal?.aborted) return;
+      await sleep(options.pollMs ?? 200, options.signal);
+      if (options.signal?.aborted) return;
+      // Rotated (or created) since: finish the old file through its handle, then start the new one.
+      const now = await stat(file).catch(() => undefined);
+      const ino = fh ? (await fh.stat()).ino : undefined;
+      if (now && now.ino !== ino) {
+        if (fh) {
+          for (const line of (await readFrom(fh, offset)).lines) {
+            const r = parseLine(line);
+            if (keep(r)) yield r;
+          }
+          await fh.close();
+        }
+        fh = await openIfExists(file);
+        offset = 0;
+      }
+    }
+  } finally {
+    await fh?.close();
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * Per-server logs: a server's stderr, the MCP log messages it sends and the
+ * supervisor's lines land in one capped, 0600 file per server, readable with
+ * `controller.logs()` and `mcp-reconciler logs` (followed with -f).
+ */
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/main.js';
+import type { McpController } from '../../src/controller/controller.js';
+import { defaultLogDir, logFile, type LogRecord } from '../../src/controller/server-logs.js';
+import { fixturePath } from '../helpers/fixtures.js';
+import { waitFor } from '../helpers/processes.js';
+import { Harness, waitState, type Workspace } from './support.js';
+
+const h = new Harness();
+afterAll(() => h.cleanup());
+
+const logServer = (env: Record<string, string> = {}) => ({ command: process.execPath, args: [fixturePath('log-server')], env });
+
+/** Every record of `server` so far. */
+async function records(c: McpController, server: string): Promise<LogRecord[]> {
+  const out: LogRecord[] = [];
+  for await (const r of c.logs(server)) out.push(r);
+  return out;
+}
+
+/** `mcp-reconciler logs …` running in-process: what it printed so far, and a stop like Ctrl-C. */
+function cliRun(ws: Workspace, argv: string[]) {
+  const out = { stdout: '', stderr: '' };
+  const abort = new AbortController();
+  const running = runCli([...argv, '--cwd', ws.root], { stdout: { write: (s: string) => (out.stdout += s) }, stderr: { write: (s: string) => (out.stderr += s) }, env: ws.env, cwd: ws.root, signal: abort.signal });
+  return {
+    out,
+    until: (what: string, test: (stdout: string) => boolean) => waitFor(() => test(out.stdout), `${what} (have ${JSON.stringify(out.stdout.slice(-300))})`, 30_000),
+    stop: async () => {
+      abort.abort();
+      return running;
+    },
+  };
+}
+
+/** Run `mcp-reconciler logs …` until `until(stdout)` holds, then stop it. */
+async function cliUntil(ws: Workspace, argv: string[], until: (stdout: string) => boolean): Promise<{ code: number; stdout: string; stderr: string }> {
+  const run = cliRun(ws, argv);
+  try {
+    await run.until('logs output to match', until);
+  } finally {
+    await run.stop();
+  }
+  return { code: await run.stop(), ...run.out };
+}
+
+describe('server logs', () => {
+  it('stderr, MCP log messages and supervisor lines in one stream; `logs -f` shows a new line; escapes are neutralised', async () => {
+    const ws = h.workspace('mcp-logs-');
+    ws.writeUserSettings({ mcpServers: { talk: logServer() } });
+    const c = h.controller(ws);
+    await c.start();
+    await waitState(c, 'talk', 'connected');
+
+    const follow = cliRun(ws, ['logs', 'talk', '-f']);
+    // What is there already is printed first; the line written after that must come through the follow.
+    await follow.until('the supervisor lines', (out) => out.includes('supervisor  connected'));
+    await c.callTool('mcp__talk__say', { text: 'hello \u001b[31mred' });
+    await follow.until('the new stderr line', (out) => out.includes('stderr  hello \\u001b[31mred'));
+    const r = { code: await follow.stop(), ...follow.out };
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).not.toContain('\u001b');
+    expect(r.stdout).toMatch(/^\S+Z supervisor  connected$/m);
+
+    await waitFor(async () => (await records(c, 'talk')).some((x) => x.source === 'mcp'), 'the MCP log message', 30_000);
+    const all = await records(c, 'talk');
+    // stderr and the MCP message travel different pipes: their order is not fixed.
+    const said = all.filter((x) => x.source !== 'supervisor').map((x) => [x.source, x.level, x.logger, x.text]);
+    expect(said).toHaveLength(2);
+    expect(said).toEqual(
+      expect.arrayContaining([
+        ['stderr', undefined, undefined, 'hello \u001b[31mred'],
+        ['mcp', 'warning', 'fixture', 'hello \u001b[31mred'],
+      ]),
+    );
+    expect(all.filter((x) => x.source === 'supervisor').map((x) => x.text)).toEqual(['connecting', 'connected']);
+    const dir = defaultLogDir(ws.root, ws.env);
+    expect((await stat(logFile(dir, 'talk'))).mode & 0o777).toBe(0o600);
+    expect((await stat(dir)).mode & 0o777).toBe(0o700);
+
+    const json = await cliUntil(ws, ['logs', 'talk', '--json', '--since', '1h'], (out) => out.includes('"source":"mcp"'));
+    expect(json.stdout.trim().split('\n').map((l) => (JSON.parse(l) as LogRecord).source)).toContain('stderr');
+  });
+
+  it("a server that fails has the supervisor's reason in its log", async () => {
+    const ws = h.workspace('mcp-logs-');
+    ws.writeUserSettings({ mcpServers: { broken: { command: 'mcp-reconciler-no-such-command' } } });
+    const c = h.controller(ws);
+    await c.start();
+    await waitState(c, 'broken', 'failed');
+    const lines = (await records(c, 'broken')).map((r) => `${r.source}:${r.level} ${r.text}`);
+    expect(lines).toEqual(['supervisor:info connecting', 'supervisor:error failed: Server "broken": command not found: "mcp-reconciler-no-such-command" (spawn ENOENT)']);
+  });
+
+  it('a server writing 50 MB of stderr leaves a log no bigger than the cap', async () => {
+    const ws = h.workspace('mcp-logs-');
+    ws.writeUserSettings({ mcpServers: { flood: logServer({ FLOOD_BYTES: String(50 * 1024 * 1024) }) } });
+    const cap = 256 * 1024;
+    const c = h.controller(ws, { logMaxBytes: cap });
+    await c.start();
+    await waitFor(async () => (await records(c, 'flood')).some((r) => r.text === 'flood done'), 'the flood to end', 120_000);
+    const dir = defaultLogDir(ws.root, ws.env);
+    const files = await readdir(dir);
+    expect(files.sort()).toEqual(['flood.log', 'flood.log.1']);
+    for (const f of files) expect((await stat(join(dir, f))).size).toBeLessThanOrEqual(cap);
+  }, 180_000);
+
+  it('`logs` of a server that never ran says so', async () => {
+    const ws = h.workspace('mcp-logs-');
+    let stderr = '';
+    const code = await runCli(['logs', 'ghost', '--cwd', ws.root], { stdout: { write: () => true }, stderr: { write: (s: string) => (stderr += s) }, env: ws.env, cwd: ws.root });
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^error: no log of "ghost" for .* \(looked for .*ghost\.log\)\nhint: a server gets a log once mcp-reconciler runs it/);
+  });
+});
