@@ -5,7 +5,7 @@
  * from dist/src/cli/main.js). Two separate bundles, so that importing the
  * library loads none of the CLI's chunks; the CLI never imports the
  * library's. A host that imports the package loads a handful of files instead
- * of ~80 modules: ~35 ms less import time and 3–10 MB less RSS (issue 16,
+ * of ~80 modules: ~35 ms less import time and 3–10 MB less RSS (docs/performance.md,
  * measured by `npm run bench`); the CLI and its gateway start the same way.
  * Runtime dependencies other than xstate stay external, so they dedupe with
  * the host's copies; the lazily loaded parts (HTTP transports, OAuth,

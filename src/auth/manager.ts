@@ -122,11 +122,11 @@ export class OAuthManager {
     const serverUrl = entry.config.url!;
     return (next) => async (input, init) => {
       const session = await this.session(name, entry);
-      const provider = session.machine ?? session.provider;
       let sent: string | undefined;
       const send = async (): Promise<Response> => {
         const headers = new Headers(init?.headers);
-        const tokens = await provider?.tokens();
+        // Read at each send: a machine grant's provider is created by the first 401's answer.
+        const tokens = await (session.machine ?? session.provider)?.tokens();
         sent = tokens?.access_token || undefined;
         if (sent) headers.set('Authorization', `Bearer ${sent}`);
         return next(input, { ...init, headers });

@@ -16,10 +16,10 @@ export class ToolUsage {
   private timer: NodeJS.Timeout | undefined;
   private readonly file: string | undefined;
 
-  /** `dir` false: counts live in memory only. */
+  /** Counts live in `tool-usage/` beside the listing cache directory `dir` (not inside it: that holds listings only); `dir` false: in memory only. */
   constructor(dir: string | false, root: string, private readonly onError: (err: unknown) => void = () => {}) {
     if (dir === false) return;
-    this.file = join(dir, 'usage', `${createHash('sha256').update(root).digest('hex').slice(0, 24)}.json`);
+    this.file = join(dir, '..', 'tool-usage', `${createHash('sha256').update(root).digest('hex').slice(0, 24)}.json`);
     try {
       // Counts decide which tools a model sees first: a file someone else could write is not used.
       const read = readTrustedSync(this.file);

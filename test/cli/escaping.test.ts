@@ -145,7 +145,7 @@ describe('terminal control characters are escaped in text output', () => {
     expect(r.code).toBe(0);
     expectNoRawControl(r.stdout);
     expectNoRawControl(r.stderr);
-    expect(r.stdout).toMatch(/^mcp__shouty__shout\s+shouty\s+Shouts\. \\u001b\[2J\\u001b\[31mred/m);
+    expect(r.stdout).toMatch(/^mcp__shouty__shout\s+shouty\s+\d+\s+Shouts\. \\u001b\[2J\\u001b\[31mred/m);
     expect(r.stdout).toContain('evil\\u001b]0;owned\\u0007name');
 
     const j = await run(ws, 'tools', '--json');
