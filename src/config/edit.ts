@@ -243,12 +243,7 @@ export async function addServer(options: AddServerOptions): Promise<EditResult> 
     { private: holdsSecrets(options.server) },
   );
   return {
-    name,
-    scope: t.scope,
-    file: done.file,
-    keyPath: t.keyPath,
-    ...(done.backup ? { backup: done.backup } : {}),
-    created: done.created,
+    ...editResult(name, t, done, done.created),
     needsApproval: GATED_SCOPES.has(t.scope),
     entry,
     ...((notes) => (notes.length ? { notes } : {}))(variableNotes(t.format, formats[t.format].host, options.server)),
@@ -302,13 +297,10 @@ export async function removeServer(options: RemoveServerOptions): Promise<EditRe
     if (next === undefined) throw new McpReconcilerError(ErrorCode.UnknownServer, `no server named "${name}" in ${describeTarget(t)} any more`, { hint: 'another process removed it', details: { file: t.path, server: name } });
     return { text: next, result: undefined };
   });
-  return {
-    name,
-    scope: t.scope,
-    file: done.file,
-    keyPath: t.keyPath,
-    ...(done.backup ? { backup: done.backup } : {}),
-    created: false,
-    needsApproval: false,
-  };
+  return { ...editResult(name, t, done, false), needsApproval: false };
+}
+
+/** What every edit reports: which server, where, and the backup kept. */
+function editResult(name: string, t: EditTarget, done: { file: string; backup?: string | undefined }, created: boolean): Omit<EditResult, 'needsApproval'> {
+  return { name, scope: t.scope, file: done.file, keyPath: t.keyPath, ...(done.backup ? { backup: done.backup } : {}), created };
 }

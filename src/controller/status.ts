@@ -148,50 +148,21 @@ export class StatusView {
     }
     for (const [name, entry] of refused) {
       if (actors.has(name)) continue;
-      rows.push({
-        name,
-        tokens: 0,
-        scope: this.src.scopeOf(entry.file),
-        source: entry.file,
-        ...(entry.line !== undefined ? { line: entry.line } : {}),
-        state: 'config_invalid',
-        status: 'failed',
-        reason: 'config_invalid',
-        tools: [],
-        prompts: [],
-        resources: [],
-        resourceTemplates: [],
-        skippedTools: [],
-        cached: false,
-        lastError: entry.error,
-        generation: 0,
-        attempt: 0,
-        pid: undefined,
-        transport: undefined,
-      });
+      rows.push(
+        actorlessRow(name, {
+          scope: this.src.scopeOf(entry.file),
+          source: entry.file,
+          ...(entry.line !== undefined ? { line: entry.line } : {}),
+          state: 'config_invalid',
+          status: 'failed',
+          reason: 'config_invalid',
+          lastError: entry.error,
+        }),
+      );
     }
     for (const name of this.removed()) {
       if (actors.has(name) || refused.has(name)) continue;
-      rows.push({
-        name,
-        tokens: 0,
-        scope: undefined,
-        source: undefined,
-        state: 'removed',
-        status: 'disabled',
-        reason: 'removed',
-        tools: [],
-        prompts: [],
-        resources: [],
-        resourceTemplates: [],
-        skippedTools: [],
-        cached: false,
-        lastError: undefined,
-        generation: 0,
-        attempt: 0,
-        pid: undefined,
-        transport: undefined,
-      });
+      rows.push(actorlessRow(name, { scope: undefined, source: undefined, state: 'removed', status: 'disabled', reason: 'removed', lastError: undefined }));
     }
     return rows.sort((a, b) => a.name.localeCompare(b.name));
   }
@@ -259,4 +230,26 @@ export class StatusView {
     const err = this.lastErrorOf(server);
     return `MCP server "${server}" is connected but does not provide ${toolName}${err ? ` (${err})` : ''}. Its tools: ${registry.toolsOf(server).map((t) => t.name).join(', ') || 'none'}.`;
   }
+}
+
+/** The row of a server with no actor (refused by the config layer, or removed): nothing runs, nothing is listed. */
+function actorlessRow(
+  name: string,
+  facts: Pick<ServerStatus, 'scope' | 'source' | 'state' | 'status' | 'reason' | 'lastError'> & { line?: number },
+): ServerStatus {
+  return {
+    name,
+    tokens: 0,
+    ...facts,
+    tools: [],
+    prompts: [],
+    resources: [],
+    resourceTemplates: [],
+    skippedTools: [],
+    cached: false,
+    generation: 0,
+    attempt: 0,
+    pid: undefined,
+    transport: undefined,
+  };
 }

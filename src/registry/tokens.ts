@@ -9,6 +9,7 @@
  * host that never asks for tokens never pays for it.
  */
 import { createRequire } from 'node:module';
+import { boundedMemo } from '../util/bounded-memo.js';
 
 /** The encoding every count uses. */
 export const TOKEN_ENCODING = 'o200k_base';
@@ -34,9 +35,6 @@ function loadCounter(): Counter {
   return (text) => enc.encode(text, options).length;
 }
 
-/** Counts by definition text, so a relisted, unchanged definition is not counted again. */
-const counts = new Map<string, number>();
-const MAX_CACHED = 50_000;
 
 /** The JSON a host sends for one tool: what {@link countDefinitionTokens} counts. */
 export function definitionText(def: ToolDefinitionText): string {
@@ -49,16 +47,12 @@ export function countTokens(text: string): number {
   return counter(text);
 }
 
+/** Counts by definition text, so a relisted, unchanged definition is not counted again. */
+const countText = boundedMemo(50_000, (text: string) => countTokens(text));
+
 /** Tokens of one tool definition (name + description + input schema as JSON), cached per definition. */
 export function countDefinitionTokens(def: ToolDefinitionText): number {
-  const text = definitionText(def);
-  let n = counts.get(text);
-  if (n === undefined) {
-    n = countTokens(text);
-    if (counts.size >= MAX_CACHED) counts.clear();
-    counts.set(text, n);
-  }
-  return n;
+  return countText(definitionText(def));
 }
 
 /**

@@ -46,36 +46,34 @@ export interface OwnToolDefinition {
   inputSchema: { type: 'object'; properties: Record<string, object>; required?: string[] };
 }
 
+/** One of our own tools: an object input schema of described properties. */
+function ownTool(name: string, description: string, properties: Record<string, { type: string; description: string }>, required: string[]): OwnToolDefinition {
+  return { name, description, inputSchema: { type: 'object', properties, required } };
+}
+
 /** Finds tools: what a model calls when the tool it needs is not listed. */
-export const SEARCH_TOOL: OwnToolDefinition = {
-  name: 'search_tools',
-  description:
-    'Find tools for a task among every tool of the connected MCP servers (most are not listed, to save context). ' +
+export const SEARCH_TOOL: OwnToolDefinition = ownTool(
+  'search_tools',
+  'Find tools for a task among every tool of the connected MCP servers (most are not listed, to save context). ' +
     'Describe the task in plain words; the answer lists the best matching tools with their names, descriptions and input schemas. ' +
     'Found tools are added to the tool list; call them directly or through call_tool.',
-  inputSchema: {
-    type: 'object',
-    properties: {
-      query: { type: 'string', description: 'The task in plain words, e.g. "open a pull request" or "read a file".' },
-      limit: { type: 'number', description: 'At most this many tools (default 5).' },
-    },
-    required: ['query'],
+  {
+    query: { type: 'string', description: 'The task in plain words, e.g. "open a pull request" or "read a file".' },
+    limit: { type: 'number', description: 'At most this many tools (default 5).' },
   },
-};
+  ['query'],
+);
 
 /** Calls any tool by name, listed or not. */
-export const CALL_TOOL: OwnToolDefinition = {
-  name: 'call_tool',
-  description: 'Call a tool found with search_tools by its name, with its arguments (an object matching its input schema).',
-  inputSchema: {
-    type: 'object',
-    properties: {
-      name: { type: 'string', description: 'The tool name as search_tools returned it.' },
-      arguments: { type: 'object', description: 'The tool arguments.' },
-    },
-    required: ['name'],
+export const CALL_TOOL: OwnToolDefinition = ownTool(
+  'call_tool',
+  'Call a tool found with search_tools by its name, with its arguments (an object matching its input schema).',
+  {
+    name: { type: 'string', description: 'The tool name as search_tools returned it.' },
+    arguments: { type: 'object', description: 'The tool arguments.' },
   },
-};
+  ['name'],
+);
 
 let pairTokens: number | undefined;
 

@@ -5,6 +5,7 @@
  * tool's `list_files`.
  */
 import { stemmer } from 'stemmer';
+import { boundedMemo } from '../util/bounded-memo.js';
 
 /**
  * English function words and the filler of requests to an agent ("I need
@@ -38,19 +39,11 @@ export function isStopWord(word: string): boolean {
 }
 
 /** Stems by word: descriptions repeat their words, and stemming is most of the indexing time. */
-const stems = new Map<string, string>();
-const MAX_STEMS = 100_000;
+const stemOf = boundedMemo(100_000, (word: string) => stemmer(word));
 
 /** The term a word is indexed and searched under (its Porter stem). */
 export function termOf(word: string): string {
-  if (word.length <= 3) return word;
-  let stem = stems.get(word);
-  if (stem === undefined) {
-    stem = stemmer(word);
-    if (stems.size >= MAX_STEMS) stems.clear();
-    stems.set(word, stem);
-  }
-  return stem;
+  return word.length <= 3 ? word : stemOf(word);
 }
 
 /** Index terms of a text: its words less stop words, stemmed (repeats kept, they count). */

@@ -104,12 +104,23 @@ export const SCOPE_OPTION = {
   scope: { type: 'string', value: 'SCOPE', help: `which of the preset's files: ${EDIT_SCOPES.join(', ')} (project and workspace both mean the project's own file)` },
 } as const satisfies CliOptions;
 
-async function run(ctx: CliContext): Promise<number> {
+/**
+ * Run one edit verb: the server name from the positionals, the scope option,
+ * the edit itself, then its report. Shared by `add` and `remove`.
+ */
+export async function runEdit(
+  ctx: CliContext,
+  verb: 'added' | 'removed',
+  edit: (args: ReturnType<typeof editContext> & { name: string; scope?: EditScope }) => Promise<EditResult>,
+): Promise<number> {
   const [name] = ctx.positionals as [string];
   const scope = scopeOption(ctx.values);
-  const r = await addServer({ ...editContext(ctx), name, server: spec(ctx), ...(scope ? { scope } : {}) });
-  report(ctx, 'added', r);
+  report(ctx, verb, await edit({ ...editContext(ctx), name, ...(scope ? { scope } : {}) }));
   return 0;
+}
+
+function run(ctx: CliContext): Promise<number> {
+  return runEdit(ctx, 'added', (args) => addServer({ ...args, server: spec(ctx) }));
 }
 
 /** `add NAME -- COMMAND ARGS…` / `add NAME --url URL`: write a server into the preset's own file. */

@@ -1,13 +1,9 @@
 import { removeServer } from '../../config/edit.js';
 import type { CliCommand, CliContext } from '../command.js';
-import { editContext, report, SCOPE_OPTION, scopeOption } from './add.js';
+import { runEdit, SCOPE_OPTION } from './add.js';
 
-async function run(ctx: CliContext): Promise<number> {
-  const [name] = ctx.positionals as [string];
-  const scope = scopeOption(ctx.values);
-  const r = await removeServer({ ...editContext(ctx), name, ...(scope ? { scope } : {}) });
-  report(ctx, 'removed', r);
-  return 0;
+function run(ctx: CliContext): Promise<number> {
+  return runEdit(ctx, 'removed', removeServer);
 }
 
 /** `remove NAME`: take a server out of the preset's own config file. */
