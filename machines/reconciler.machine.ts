@@ -30,8 +30,8 @@ export interface ReconcilerContext {
   servers: Record<string, ServerActorRef>;
   /**
    * Names that were configured and then removed, for `unavailableReason` and
-   * `status()` (SPEC §3.1, §7); the controller keeps no copy. DISPOSE adds
-   * every remaining name too.
+   * `status()` (SPEC §3.1, §7); the controller keeps no copy. DISPOSE leaves
+   * it as it is: ending the children removes nothing from the config.
    */
   removed: string[];
 }
@@ -201,10 +201,8 @@ export const reconcilerMachine = setup({
         if (isRunning(ref)) enqueue.sendTo(ref, { type: 'REMOVE' });
         enqueue.stopChild(ref);
       }
-      enqueue.assign({
-        servers: {},
-        removed: [...new Set([...context.removed, ...Object.keys(context.servers)])],
-      });
+      // Disposing ends the children, it does not remove their config: `removed` stays what the config removed.
+      enqueue.assign({ servers: {} });
     }),
   },
 }).createMachine({

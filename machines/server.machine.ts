@@ -343,6 +343,8 @@ export const serverMachine = setup({
     session: fromCallback<ConnectionLostEvent, SessionInput>(() => undefined),
   },
   actions: {
+    /** A fresh retry budget: no failures counted, no loss forgiven yet, no backoff pending (SPEC §5). */
+    freshBudget: assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined }),
     /** Unregister every tool and prompt of the server (idempotent). */
     dropTools: (_, _params: { name: string }) => {},
     /** Close the server's client and process, whatever generation (idempotent). */
@@ -480,12 +482,12 @@ export const serverMachine = setup({
         {
           guard: or(['waitsForHold', and(['lazy', 'cached'])]),
           target: 'live.dormant',
-          actions: assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined, calls: 0 }),
+          actions: ['freshBudget', assign({ calls: 0 })],
         },
         {
           target: 'live',
           // Every admission starts with a fresh budget.
-          actions: assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined, calls: 0 }),
+          actions: ['freshBudget', assign({ calls: 0 })],
         },
       ],
     },
@@ -554,19 +556,19 @@ export const serverMachine = setup({
           // Closes the connection it came from (a cache fill or an idle stop); the tools stay.
           entry: { type: 'disconnect', params: nameParam },
           // Subscribed resources need a running server to send their updates (a re-admitted lazy server, say).
-          always: { guard: 'subscribed', target: 'connecting', actions: assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined }) },
+          always: { guard: 'subscribed', target: 'connecting', actions: 'freshBudget' },
           on: {
             CALL_STARTED: {
               target: 'connecting',
               // A wake is a fresh start: full budget.
-              actions: ['callStarted', assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined })],
+              actions: ['callStarted', 'freshBudget'],
             },
-            RECONNECT: { target: 'connecting', actions: assign({ attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined }) },
+            RECONNECT: { target: 'connecting', actions: 'freshBudget' },
             // Held: start now, unless lazy with a cached listing (then its first call does).
             HOLD: {
               guard: not(and(['lazy', 'cached'])),
               target: 'connecting',
-              actions: assign({ held: true, attempt: 0, healthy: false, lossForgiven: false, nextDelayMs: undefined }),
+              actions: ['freshBudget', assign({ held: true })],
             },
           },
         },

@@ -43,22 +43,11 @@ interface RefusedEntry {
  * as it was before disposal.
  */
 export class StatusView {
-  /** `removed` of the last running reconciler snapshot. */
-  private removedBeforeDispose: readonly string[] = [];
-
-  constructor(private readonly src: StatusSources) {
-    // DISPOSE puts every server into the reconciler's `removed`, but a disposed
-    // controller's servers were not removed from the config: after it, status
-    // keeps showing the names removed before.
-    src.actor.subscribe((snap) => {
-      if (snap.status === 'active') this.removedBeforeDispose = snap.context.removed;
-    });
-  }
+  constructor(private readonly src: StatusSources) {}
 
   /** Servers removed from the config (SPEC §3.1), from the reconciler's context. */
   removed(): readonly string[] {
-    const snap = this.src.actor.getSnapshot();
-    return snap.status === 'active' ? snap.context.removed : this.removedBeforeDispose;
+    return this.src.actor.getSnapshot().context.removed;
   }
 
   /** The live server actors by name (a Map: a name such as `toString` must not find an inherited member). */
