@@ -27,6 +27,17 @@ function tempDir(): string {
   return dir;
 }
 
+/** A controller in this process with one stdio server running (tracked for cleanup). */
+async function hostWithOneServer(): Promise<McpController> {
+  const root = tempDir();
+  const c = createMcpController({ cwd: root, sources: [], approvals: join(root, 'approvals.json'), watch: false, processStateFile: false, listingCache: false, killGraceMs: 300 });
+  controllers.push(c);
+  await c.addRuntimeServer('one', { command: process.execPath, args: [fixturePath('basic-server')] });
+  await c.start();
+  pids.push(...c.pids());
+  return c;
+}
+
 function killGroupOrPid(pid: number): void {
   for (const target of [-pid, pid]) {
     try {
@@ -149,12 +160,7 @@ describe.runIf(isLinux)('the orphan watchdog', () => {
   });
 
   it('a watchdog killed by someone else is replaced while servers run', async () => {
-    const root = tempDir();
-    const c = createMcpController({ cwd: root, sources: [], approvals: join(root, 'approvals.json'), watch: false, processStateFile: false, listingCache: false, killGraceMs: 300 });
-    controllers.push(c);
-    await c.addRuntimeServer('one', { command: process.execPath, args: [fixturePath('basic-server')] });
-    await c.start();
-    pids.push(...c.pids());
+    const c = await hostWithOneServer();
     const [first] = watchdogsUnder(process.pid);
     expect(first).toBeDefined();
     pids.push(first!);
@@ -168,12 +174,7 @@ describe.runIf(isLinux)('the orphan watchdog', () => {
   });
 
   it('a host whose last server stopped keeps no watchdog, and the next server starts one again', async () => {
-    const root = tempDir();
-    const c = createMcpController({ cwd: root, sources: [], approvals: join(root, 'approvals.json'), watch: false, processStateFile: false, listingCache: false, killGraceMs: 300 });
-    controllers.push(c);
-    await c.addRuntimeServer('one', { command: process.execPath, args: [fixturePath('basic-server')] });
-    await c.start();
-    pids.push(...c.pids());
+    const c = await hostWithOneServer();
     expect(watchdogsUnder(process.pid)).toHaveLength(1);
     await c.removeRuntimeServer('one');
     await waitFor(() => c.pids().length === 0 && watchdogsUnder(process.pid).length === 0, 'the server and the watchdog to be gone', 15_000);
