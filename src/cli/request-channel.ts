@@ -16,7 +16,7 @@
  * - a watch never takes a request older than itself or past its pickup time,
  *   and anyone holding the lock prunes expired requests and dead watchers.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { lstat, mkdir, readFile, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -24,7 +24,7 @@ import { withFileLock } from '../util/file-lock.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { untrustedFile } from '../util/file-trust.js';
 import { watchConfigFiles, type ConfigWatcher } from '../watch/config-watcher.js';
-import { writeFileAtomic } from '../util/persist.js';
+import { workspaceKey, writeFileAtomic } from '../util/persist.js';
 
 /** What a request asks the running watch to do. */
 export type RequestVerb = 'reconnect' | 'approve-session';
@@ -99,8 +99,7 @@ const VERBS: ReadonlySet<string> = new Set<RequestVerb>(['reconnect', 'approve-s
  * use different approvals files do not reach each other.
  */
 export function requestChannelPath(approvalsPath: string, root: string): string {
-  const key = createHash('sha256').update(root).digest('hex').slice(0, 32);
-  return join(dirname(approvalsPath), `${basename(approvalsPath)}.requests`, `${key}.json`);
+  return join(dirname(approvalsPath), `${basename(approvalsPath)}.requests`, `${workspaceKey(root)}.json`);
 }
 
 function self(): Party {

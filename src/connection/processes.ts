@@ -4,11 +4,10 @@
  * (`npx`, a shell script) is killed together with the real server it started.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
-import { appDir, writeFileAtomicSync } from '../util/persist.js';
+import { appDir, workspaceKey, writeFileAtomicSync } from '../util/persist.js';
 import { readTrustedSync, type Untrusted } from '../util/file-trust.js';
 import { guardGroup, releaseGroup, watchdogEnded } from './watchdog.js';
 
@@ -287,8 +286,7 @@ function sameIdentity(a: ProcessIdentity, b: { start: string; cmdline: readonly 
  * (real) root so every path to one workspace shares one file.
  */
 export function defaultProcessStatePath(root: string, env: NodeJS.ProcessEnv = process.env): string {
-  const key = createHash('sha256').update(root).digest('hex').slice(0, 32);
-  return join(appDir('state', env), 'processes', `${key}.json`);
+  return join(appDir('state', env), 'processes', `${workspaceKey(root)}.json`);
 }
 
 /** A group as recorded, or undefined when `g` is not one (a torn or foreign entry). */

@@ -6,11 +6,10 @@
  * file under the state directory; a file that reaches the cap is rotated to
  * `.1`, so a server never takes more than twice the cap on disk.
  */
-import { createHash } from 'node:crypto';
 import { mkdir, open, rename, stat, type FileHandle } from 'node:fs/promises';
-import { homedir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
+import { appDir, workspaceKey } from '../util/persist.js';
 
 /** Where a record came from. */
 export type LogSource = 'stderr' | 'mcp' | 'supervisor';
@@ -42,10 +41,7 @@ const MAX_LINE_CHARS = 16 * 1024;
  * (real) root, as for the process records next to it.
  */
 export function defaultLogDir(root: string, env: NodeJS.ProcessEnv = process.env): string {
-  const xdg = env.XDG_STATE_HOME;
-  const base = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.local', 'state');
-  const key = createHash('sha256').update(root).digest('hex').slice(0, 32);
-  return join(base, 'mcp-reconciler', 'logs', key);
+  return join(appDir('state', env), 'logs', workspaceKey(root));
 }
 
 /** A server's log file in `dir`. Names are user data: anything but `A-Z a-z 0-9 _ -` is %-encoded (so no `..`, `/`). */

@@ -3,10 +3,9 @@
  * JSON file per workspace beside the listing cache), so a tool budget can
  * expose the tools this workspace actually uses first.
  */
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { readTrustedSync } from '../util/file-trust.js';
-import { writeFileAtomicSync } from '../util/persist.js';
+import { workspaceKey, writeFileAtomicSync } from '../util/persist.js';
 
 const SAVE_DELAY_MS = 2_000;
 
@@ -19,7 +18,7 @@ export class ToolUsage {
   /** Counts live in `tool-usage/` beside the listing cache directory `dir` (not inside it: that holds listings only); `dir` false: in memory only. */
   constructor(dir: string | false, root: string, private readonly onError: (err: unknown) => void = () => {}) {
     if (dir === false) return;
-    this.file = join(dir, '..', 'tool-usage', `${createHash('sha256').update(root).digest('hex').slice(0, 24)}.json`);
+    this.file = join(dir, '..', 'tool-usage', `${workspaceKey(root)}.json`);
     try {
       // Counts decide which tools a model sees first: a file someone else could write is not used.
       const read = readTrustedSync(this.file);

@@ -7,7 +7,7 @@ import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 /** The XDG base directories we use, with the fallback under `$HOME` each has. */
 const XDG = {
@@ -28,6 +28,11 @@ export function appDir(kind: keyof typeof XDG, env: NodeJS.ProcessEnv = process.
   return join(base, 'mcp-reconciler');
 }
 
+/** A file-name-safe key for the workspace `root` (pass its real path, so every path to it shares one key). */
+export function workspaceKey(root: string): string {
+  return createHash('sha256').update(root).digest('hex').slice(0, 32);
+}
+
 /** A plain JSON object (not an array, not null). */
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -43,6 +48,8 @@ export interface AtomicWriteOptions {
   mkdir?: boolean;
   /** fsync the file before the rename (for stores whose loss costs the user a decision). */
   durable?: boolean;
+  /** The file's mode; default 0600 (owner only). */
+  mode?: number;
 }
 
 /**
@@ -55,9 +62,10 @@ export async function writeFileAtomic(file: string, content: string, options: At
   if (options.mkdir) await mkdir(dirname(file), { recursive: true, mode: 0o700 });
   const tmp = tempPathFor(file);
   try {
-    const fh = await open(tmp, 'wx', 0o600);
+    const mode = options.mode ?? 0o600;
+    const fh = await open(tmp, 'wx', mode);
     try {
-      await fh.chmod(0o600);
+      await fh.chmod(mode);
       await fh.writeFile(content, 'utf8');
       if (options.durable) await fh.sync();
     } finally {

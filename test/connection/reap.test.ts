@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import { defaultProcessStatePath, processIdentity, ProcessTracker, readRecordedGroups, type RecordedGroup } from '../../src/connection/processes.js';
 import { fixturePath, repoRoot, stdioFixtureConfig } from '../helpers/fixtures.js';
-import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
+import { descendantsOf, endTestProcesses, killGroupOrPid, pidAlive, waitFor } from '../helpers/processes.js';
 import { WATCHDOG_NAME } from '../../src/connection/watchdog.js';
 
 const isUnix = process.platform !== 'win32';
@@ -31,32 +31,9 @@ function tempDir(): string {
   return dir;
 }
 
-function killGroupOrPid(pid: number): void {
-  for (const target of [-pid, pid]) {
-    try {
-      process.kill(target, 'SIGKILL');
-    } catch {
-      // gone already
-    }
-  }
-}
-
 afterEach(async () => {
   // Runs even when an assertion failed: no host, orphan or decoy may outlive the test.
-  for (const hostProcess of hosts) if (hostProcess.pid !== undefined) killGroupOrPid(hostProcess.pid);
-  await Promise.allSettled(controllers.map((c) => c.dispose()));
-  await Promise.allSettled(trackers.map((t) => t.killAll()));
-  for (const pid of pids) killGroupOrPid(pid);
-  const all = [...pids, ...hosts.flatMap((p) => (p.pid === undefined ? [] : [p.pid]))];
-  await waitFor(() => all.every((p) => !pidAlive(p)), 'every test process to be gone', 5_000).catch(() => {});
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  const leaked = all.filter(pidAlive);
-  dirs = [];
-  pids = [];
-  hosts = [];
-  controllers = [];
-  trackers = [];
-  expect(leaked).toEqual([]);
+  expect(await endTestProcesses({ hosts, controllers, trackers, pids, dirs })).toEqual([]);
 });
 
 /** Start a host process whose controller runs the SIGTERM- and EOF-ignoring server; resolves with the server's PID. */

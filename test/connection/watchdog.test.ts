@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import { WATCHDOG_NAME } from '../../src/connection/watchdog.js';
 import { fixturePath, repoRoot } from '../helpers/fixtures.js';
-import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
+import { descendantsOf, endTestProcesses, killGroupOrPid, pidAlive, waitFor } from '../helpers/processes.js';
 
 const isLinux = process.platform === 'linux';
 
@@ -38,29 +38,9 @@ async function hostWithOneServer(): Promise<McpController> {
   return c;
 }
 
-function killGroupOrPid(pid: number): void {
-  for (const target of [-pid, pid]) {
-    try {
-      process.kill(target, 'SIGKILL');
-    } catch {
-      // gone already
-    }
-  }
-}
-
 afterEach(async () => {
-  for (const host of hosts) if (host.pid !== undefined) killGroupOrPid(host.pid);
-  await Promise.allSettled(controllers.map((c) => c.dispose()));
-  for (const pid of pids) killGroupOrPid(pid);
-  const all = [...pids, ...hosts.flatMap((h) => (h.pid === undefined ? [] : [h.pid]))];
-  await waitFor(() => all.every((p) => !pidAlive(p)), 'every test process to be gone', 5_000).catch(() => {});
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  const leaked = all.filter(pidAlive);
-  dirs = [];
-  pids = [];
-  hosts = [];
-  controllers = [];
-  expect(leaked).toEqual([]);
+  // Runs even when an assertion failed: no host, orphan or decoy may outlive the test.
+  expect(await endTestProcesses({ hosts, controllers, pids, dirs })).toEqual([]);
 });
 
 /** argv[0] of a live process, or undefined. */

@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
 
 /** Whether a process with this PID exists (and is not a zombie). */
 export function pidAlive(pid: number): boolean {
@@ -51,4 +51,41 @@ export async function waitFor(predicate: () => boolean | Promise<boolean>, what:
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/** SIGKILL to `pid`'s process group and to `pid` itself; either may be gone already. */
+export function killGroupOrPid(pid: number): void {
+  for (const target of [-pid, pid]) {
+    try {
+      process.kill(target, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+}
+
+/** What a process test started, to be ended after each test. */
+export interface TestProcesses {
+  hosts: { pid?: number | undefined }[];
+  controllers: { dispose(): Promise<unknown> }[];
+  trackers?: { killAll(): Promise<unknown> }[];
+  pids: number[];
+  dirs: string[];
+}
+
+/**
+ * End everything a test started (hosts, controllers, trackers, stray PIDs,
+ * temp dirs), even after a failed assertion, empty the lists, and return the
+ * PIDs still alive after a bounded wait: the test's leaks.
+ */
+export async function endTestProcesses(t: TestProcesses): Promise<number[]> {
+  for (const host of t.hosts) if (host.pid !== undefined) killGroupOrPid(host.pid);
+  await Promise.allSettled(t.controllers.map((c) => c.dispose()));
+  await Promise.allSettled((t.trackers ?? []).map((k) => k.killAll()));
+  for (const pid of t.pids) killGroupOrPid(pid);
+  const all = [...t.pids, ...t.hosts.flatMap((h) => (h.pid === undefined ? [] : [h.pid]))];
+  await waitFor(() => all.every((p) => !pidAlive(p)), 'every test process to be gone', 5_000).catch(() => {});
+  for (const dir of t.dirs) rmSync(dir, { recursive: true, force: true });
+  for (const list of [t.hosts, t.controllers, t.trackers ?? [], t.pids, t.dirs]) list.length = 0;
+  return all.filter(pidAlive);
 }

@@ -4,10 +4,10 @@
  * new one written to a temporary file and renamed over (a reader never sees
  * half a file), private (0600) when it holds secrets.
  */
-import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { chmod, mkdir, readFile, realpath, stat } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
 import { acquireFileLock } from '../../util/file-lock.js';
+import { writeFileAtomic } from '../../util/persist.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../../errors.js';
 
 /** What {@link rewriteFile}'s edit function decides. */
@@ -49,22 +49,9 @@ async function target(path: string): Promise<string> {
   }
 }
 
-async function writeAtomically(file: string, text: string, mode: number): Promise<void> {
-  const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  try {
-    const fh = await open(tmp, 'wx', mode);
-    try {
-      await fh.writeFile(text);
-      await fh.chmod(mode); // the umask may have narrowed or the file be someone's 0644 being kept
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, file);
-  } catch (err) {
-    await rm(tmp, { force: true });
-    throw err;
-  }
+function writeAtomically(file: string, text: string, mode: number): Promise<void> {
+  // The mode may be someone's 0644 being kept, so it is set whatever the umask.
+  return writeFileAtomic(file, text, { durable: true, mode });
 }
 
 /**
