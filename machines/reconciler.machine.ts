@@ -2,8 +2,9 @@
  * The parent actor (SPEC §3): owns one `serverMachine` child per configured
  * server and reconciles by level — every event computes the new desired map
  * and gating, compares them with what it holds, and acts on the difference
- * only. Children are spawned with `id: name`, so a server's actor is
- * `snapshot.children[name]` (and `context.servers[name]`).
+ * only. Children are spawned with `id: name` (and, for a host, the system id
+ * {@link serverSystemId}), so a server's actor is `system.get(serverSystemId(name))`
+ * (also `snapshot.children[name]` and `context.servers[name]`).
  */
 import { enqueueActions, setup } from 'xstate';
 import { getOwn, setOwn } from './own.js';
@@ -18,6 +19,12 @@ export interface ReconcilerInput {
   backoff?: Partial<BackoffPolicy>;
   /** Default `startup` / `idleTimeoutMs` handed to every server (its own config wins). */
   lifecycle?: Partial<LifecyclePolicy>;
+  /**
+   * Register each server actor under {@link serverSystemId} so the host finds
+   * it with `system.get`. Off by default: a model walk derives many snapshots
+   * in one actor system, where the same id would be taken twice.
+   */
+  systemIds?: boolean;
 }
 
 /** Context of the reconciler. */
@@ -26,6 +33,8 @@ export interface ReconcilerContext {
   gating: GatingState;
   backoff: BackoffPolicy;
   lifecycle?: Partial<LifecyclePolicy>;
+  /** Server actors are registered under {@link serverSystemId}. */
+  systemIds?: boolean;
   /** Live children by server name (same refs as `snapshot.children`). */
   servers: Record<string, ServerActorRef>;
   /**
@@ -45,6 +54,11 @@ export type ReconcilerEvent =
   | { type: 'RECONNECT'; name: string }
   | { type: 'AUTHENTICATED'; name: string }
   | { type: 'DISPOSE' };
+
+/** The system id of `name`'s server actor: the host finds it with `actor.system.get(serverSystemId(name))`. */
+export function serverSystemId(name: string): string {
+  return `server:${name}`;
+}
 
 /** The one server name no actor can be spawned for (see `reconcile`). */
 export const RESERVED_SERVER_NAME = '__proto__';
@@ -180,7 +194,7 @@ export const reconcilerMachine = setup({
       enqueue.assign(({ spawn }) => {
         for (const name of toSpawn) {
           const input: ServerInput = { name, entry: desired[name]!, gating, backoff: context.backoff, lifecycle: context.lifecycle };
-          servers[name] = spawn('server', { id: name, input });
+          servers[name] = spawn('server', { id: name, ...(context.systemIds ? { systemId: serverSystemId(name) } : {}), input });
         }
         return { desired, gating, servers, removed: [...removed] };
       });
@@ -212,6 +226,7 @@ export const reconcilerMachine = setup({
     gating: input.gating ?? EMPTY_GATING,
     backoff: resolveBackoff(input.backoff),
     ...(input.lifecycle ? { lifecycle: input.lifecycle } : {}),
+    ...(input.systemIds ? { systemIds: true } : {}),
     servers: {},
     removed: [],
   }),

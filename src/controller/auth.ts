@@ -1,27 +1,12 @@
-import type { AnyActorRef } from 'xstate';
 import { stateNameOf } from '../../machines/reason.js';
-import type { DesiredMap, DesiredServer } from '../../machines/types.js';
+import type { DesiredServer } from '../../machines/types.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { hasUserAuthorization, isServerOAuth } from '../auth/applies.js';
 import type { OAuthManager } from '../auth/manager.js';
 import { getOwn } from '../util/own.js';
 import { defaultTokenStorePath, FileTokenStore, type TokenStore } from '../auth/token-store.js';
-import type { Logger, McpControllerOptions, ServerStateName } from './types.js';
-
-/** What the OAuth hooks need from the controller. */
-export interface AuthHooksDeps {
-  options: McpControllerOptions;
-  env: NodeJS.ProcessEnv;
-  logger: Logger;
-  /** Tell the reconciler that `name` has new tokens. */
-  sendAuthenticated(name: string): void;
-  /** The reconciler runs (started and not stopped), so it can be told. */
-  running(): boolean;
-  disposing(): boolean;
-  serverActors(): Map<string, AnyActorRef>;
-  /** The desired map as last reconciled. */
-  desired(): DesiredMap;
-}
+import type { ServerStateName } from './types.js';
+import type { Workspace } from './workspace.js';
 
 /**
  * The controller's side of OAuth (docs/oauth.md): the token manager, and waking
@@ -37,9 +22,9 @@ export class AuthHooks {
   private manager: OAuthManager | undefined;
   private loading: Promise<OAuthManager> | undefined;
 
-  constructor(private readonly deps: AuthHooksDeps) {
-    const tokenStore = deps.options.oauth?.tokenStore;
-    this.store = typeof tokenStore === 'object' ? tokenStore : new FileTokenStore(tokenStore ?? defaultTokenStorePath(deps.env));
+  constructor(private readonly ws: Workspace) {
+    const tokenStore = ws.options.oauth?.tokenStore;
+    this.store = typeof tokenStore === 'object' ? tokenStore : new FileTokenStore(tokenStore ?? defaultTokenStorePath(ws.env));
   }
 
   /**
@@ -48,7 +33,7 @@ export class AuthHooks {
    */
   oauth(): Promise<OAuthManager> {
     this.loading ??= import('../auth/manager.js').then(({ OAuthManager }) => {
-      const { options, logger } = this.deps;
+      const { options, logger } = this.ws;
       const manager = new OAuthManager({
         store: this.store,
         ...(options.onAuthorizationUrl ? { onAuthorizationUrl: options.onAuthorizationUrl } : {}),
@@ -92,22 +77,22 @@ export class AuthHooks {
 
   /** `name` entered `state`: tokens that came in while its attempt was still failing with 401 are used now. */
   onState(name: string, state: ServerStateName): void {
-    if (state === 'needs_auth' && this.fresh.has(name)) queueMicrotask(() => this.deps.sendAuthenticated(name));
+    if (state === 'needs_auth' && this.fresh.has(name)) queueMicrotask(() => this.ws.send({ type: 'AUTHENTICATED', name }));
   }
 
   /** After the token store changed: servers in needs_auth whose URL now has tokens try again. */
   async pickUpStoredTokens(): Promise<void> {
-    for (const [name, ref] of this.deps.serverActors()) {
+    for (const [name, ref] of this.ws.servers()) {
       if (stateNameOf(ref.getSnapshot()) !== 'needs_auth') continue;
-      const entry = getOwn(this.deps.desired(), name);
+      const entry = getOwn(this.ws.desired, name);
       if (entry && (await (await this.oauth()).hasTokens(entry).catch(() => false))) this.tokensArrived(name);
     }
   }
 
   /** New tokens for `name`: a server waiting in needs_auth connects with them. */
   private tokensArrived(name: string): void {
-    if (this.deps.disposing()) return;
+    if (this.ws.disposing) return;
     this.fresh.add(name);
-    if (this.deps.running()) this.deps.sendAuthenticated(name);
+    if (this.ws.running()) this.ws.send({ type: 'AUTHENTICATED', name });
   }
 }

@@ -5,21 +5,13 @@ import type { DesiredServer } from '../../machines/types.js';
 import type { ResourceUpdateListener } from '../connection/subscriptions.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { enforceOutputContract } from '../registry/output-contract.js';
-import type { RegisteredTool, ToolRegistry } from '../registry/registry.js';
+import type { RegisteredTool } from '../registry/registry.js';
 import { templateMatches, type RegisteredResource, type RegisteredResourceTemplate, type ServerView } from '../registry/resources.js';
 import type { ConnectionRecord, Connections } from './connections.js';
+import type { Workspace } from './workspace.js';
 import { describeReason, fixFor } from './messages.js';
 import type { StatusView } from './status.js';
 import type { CallToolOptions, ResourceOptions, ServerStateName } from './types.js';
-
-/** What tool calls need from the controller. */
-export interface CallsDeps {
-  registry: ToolRegistry;
-  connections: Connections;
-  view: StatusView;
-  /** The controller's connect timeout, for a call that waits for a connection and sets no timeout of its own. */
-  connectTimeoutMs: number;
-}
 
 /** What a request is about, for its errors: `Tool mcp__a__b`, `Resource file:///x`. */
 interface Subject {
@@ -52,24 +44,30 @@ function lists(listing: { resources?: { uri: string }[]; resourceTemplates?: { u
  * `Connections.subscriptions`, which keeps a subscribed server running.
  */
 export class Calls {
-  constructor(private readonly deps: CallsDeps) {}
+  constructor(
+    private readonly ws: Workspace,
+    private readonly connections: Connections,
+    private readonly view: StatusView,
+    /** The controller's connect timeout, for a call that waits for a connection and sets no timeout of its own. */
+    private readonly connectTimeoutMs: number,
+  ) {}
 
   /** `McpController.callTool`, once the controller is known to be live. */
   async callTool(name: string, args: Record<string, unknown> = {}, opts: CallToolOptions = {}): Promise<CallToolResult> {
-    const cached = this.deps.registry.getTool(name);
+    const cached = this.ws.registry.getTool(name);
     if (!cached) {
-      throw new McpReconcilerError(ErrorCode.UnknownTool, this.deps.view.toolUnavailableMessage(name), {
+      throw new McpReconcilerError(ErrorCode.UnknownTool, this.view.toolUnavailableMessage(name), {
         hint: 'list the registered tools with `mcp-reconciler tools`',
         details: { tool: name },
       });
     }
     const server = cached.server;
-    const subject: Subject = { label: `Tool ${name}`, details: { tool: name }, unavailable: () => this.deps.view.toolUnavailableMessage(name) };
+    const subject: Subject = { label: `Tool ${name}`, details: { tool: name }, unavailable: () => this.view.toolUnavailableMessage(name) };
     return this.useServer(subject, server, opts, async (rec, timeLeft) => {
       // After a wait the live listing counts, not the cached one it was found in.
-      const tool = this.deps.registry.getTool(name);
+      const tool = this.ws.registry.getTool(name);
       if (!tool || tool.server !== server) {
-        throw new McpReconcilerError(ErrorCode.UnknownTool, `Tool ${name} is no longer provided: MCP server "${server}" connected and its live tool list does not have it (the cached list was stale). ${this.deps.view.toolUnavailableMessage(name)}`, {
+        throw new McpReconcilerError(ErrorCode.UnknownTool, `Tool ${name} is no longer provided: MCP server "${server}" connected and its live tool list does not have it (the cached list was stale). ${this.view.toolUnavailableMessage(name)}`, {
           details: { tool: name, server, stale: true },
         });
       }
@@ -83,10 +81,10 @@ export class Calls {
 
   /** `McpController.getPrompt`, once the controller is known to be live. */
   async getPrompt(name: string, args: Record<string, string> = {}, opts: CallToolOptions = {}): Promise<GetPromptResult> {
-    const cached = this.deps.registry.getPrompt(name);
+    const cached = this.ws.registry.getPrompt(name);
     if (!cached) {
-      const server = this.deps.view.serverOfTool(name);
-      const reason = server ? this.deps.view.unavailableReason(server) : undefined;
+      const server = this.view.serverOfTool(name);
+      const reason = server ? this.view.unavailableReason(server) : undefined;
       throw new McpReconcilerError(
         ErrorCode.UnknownTool,
         server && reason ? this.unavailableMessage(`Prompt ${name}`, server) : `Prompt ${name} is not provided by any connected MCP server.`,
@@ -96,7 +94,7 @@ export class Calls {
     const server = cached.server;
     const subject: Subject = { label: `Prompt ${name}`, details: { prompt: name }, unavailable: () => this.unavailableMessage(`Prompt ${name}`, server) };
     return this.useServer(subject, server, opts, (rec, timeout) => {
-      const prompt = this.deps.registry.getPrompt(name);
+      const prompt = this.ws.registry.getPrompt(name);
       if (!prompt || prompt.server !== server) {
         throw new McpReconcilerError(ErrorCode.UnknownTool, `Prompt ${name} is no longer provided: MCP server "${server}" connected and its live prompt list does not have it (the cached list was stale).`, {
           details: { prompt: name, server, stale: true },
@@ -108,12 +106,12 @@ export class Calls {
 
   /** `McpController.resources`: one entry per URI, its owner's among `servers`. */
   resources(servers?: Iterable<string>): RegisteredResource[] {
-    return this.deps.registry.resources.resources(viewOf(servers));
+    return this.ws.registry.resources.resources(viewOf(servers));
   }
 
   /** `McpController.resourceTemplates`. */
   resourceTemplates(servers?: Iterable<string>): RegisteredResourceTemplate[] {
-    return this.deps.registry.resources.resourceTemplates(viewOf(servers));
+    return this.ws.registry.resources.resourceTemplates(viewOf(servers));
   }
 
   /** `McpController.readResource`, once the controller is known to be live. */
@@ -132,7 +130,7 @@ export class Calls {
           details: { resource: uri, server, subscribe: false },
         });
       }
-      return this.deps.connections.subscriptions.add(server, uri, onUpdated, rec.conn, { signal: opts.signal, timeoutMs });
+      return this.connections.subscriptions.add(server, uri, onUpdated, rec.conn, { signal: opts.signal, timeoutMs });
     });
   }
 
@@ -148,23 +146,23 @@ export class Calls {
    */
   private resourceOwner(uri: string, servers: Iterable<string> | undefined): string {
     const view = viewOf(servers);
-    const owner = this.deps.registry.resources.ownerOf(uri, view);
+    const owner = this.ws.registry.resources.ownerOf(uri, view);
     if (owner) return owner.server;
-    const down = [...this.deps.view.serverActors().keys()]
-      .filter((s) => (!view || view(s)) && this.deps.view.unavailableReason(s) !== undefined)
+    const down = [...this.ws.servers().keys()]
+      .filter((s) => (!view || view(s)) && this.view.unavailableReason(s) !== undefined)
       .sort();
     const known = down.find((s) => {
-      const listing = this.deps.connections.cachedListingOf(s);
+      const listing = this.connections.cachedListingOf(s);
       return listing !== undefined && lists(listing, uri);
     });
     if (known) {
       throw new McpReconcilerError(ErrorCode.ToolUnavailable, this.unavailableMessage(`Resource ${uri}`, known), {
-        details: { resource: uri, server: known, reason: this.deps.view.unavailableReason(known) },
+        details: { resource: uri, server: known, reason: this.view.unavailableReason(known) },
       });
     }
     const why = down.map((s) => {
-      const reason = this.deps.view.unavailableReason(s)!;
-      const detail = this.deps.view.detailOf(s);
+      const reason = this.view.unavailableReason(s)!;
+      const detail = this.view.detailOf(s);
       return `"${s}" ${describeReason(reason, detail)} (to fix: ${fixFor(reason, s, undefined, detail)})`;
     });
     throw new McpReconcilerError(
@@ -176,11 +174,11 @@ export class Calls {
 
   /** `label` cannot go to `server` now: the reason and the fix, or "try again" while it is on its way. */
   private unavailableMessage(label: string, server: string): string {
-    const reason = this.deps.view.unavailableReason(server);
-    if (!reason) return `${label} is temporarily unavailable: MCP server "${server}" is ${this.deps.view.stateOf(server)}. Try again in a moment.`;
+    const reason = this.view.unavailableReason(server);
+    if (!reason) return `${label} is temporarily unavailable: MCP server "${server}" is ${this.view.stateOf(server)}. Try again in a moment.`;
     // For a failure the cause is the most useful part of the answer.
-    const cause = reason === 'failed' || reason === 'needs_auth' || reason === 'config_invalid' ? this.deps.view.lastErrorOf(server) : undefined;
-    const detail = this.deps.view.detailOf(server);
+    const cause = reason === 'failed' || reason === 'needs_auth' || reason === 'config_invalid' ? this.view.lastErrorOf(server) : undefined;
+    const detail = this.view.detailOf(server);
     return `${label} is unavailable: MCP server "${server}" ${describeReason(reason, detail)}${cause ? ` (last error: ${cause})` : ''}. To fix: ${fixFor(reason, server, undefined, detail)}.`;
   }
 
@@ -192,10 +190,10 @@ export class Calls {
    * `tool_unavailable` saying so.
    */
   private async useServer<T>(subject: Subject, server: string, opts: { signal?: AbortSignal; timeoutMs?: number }, use: (rec: ConnectionRecord, timeLeft: number | undefined) => Promise<T>): Promise<T> {
-    const ref = this.deps.view.serverActors().get(server);
+    const ref = this.ws.server(server);
     const state = ref ? stateNameOf(ref.getSnapshot()) : 'removed';
     if (ref && (state === 'dormant' || state === 'connecting')) return this.whenConnected(subject, server, ref, opts, use);
-    const rec = this.deps.connections.get(server);
+    const rec = this.connections.get(server);
     if (state !== 'connected' || !rec || !ref) {
       const reconnecting = isInTransit(state);
       throw new McpReconcilerError(
@@ -234,7 +232,7 @@ export class Calls {
   ): Promise<T> {
     const t0 = Date.now();
     const entry = (ref.getSnapshot().context as { entry: DesiredServer }).entry;
-    const waitMs = opts.timeoutMs ?? (entry.config.timeout ?? this.deps.connectTimeoutMs) + 1_000;
+    const waitMs = opts.timeoutMs ?? (entry.config.timeout ?? this.connectTimeoutMs) + 1_000;
     ref.send({ type: 'CALL_STARTED' });
     try {
       const rec = await this.awaitConnected(subject, server, ref, waitMs, opts.signal);
@@ -259,23 +257,23 @@ export class Calls {
         fn();
       };
       const unavailable = (why: string, state: ServerStateName): McpReconcilerError => {
-        const reason = this.deps.view.unavailableReason(server);
-        const cause = this.deps.view.lastErrorOf(server);
+        const reason = this.view.unavailableReason(server);
+        const cause = this.view.lastErrorOf(server);
         return new McpReconcilerError(
           ErrorCode.ToolUnavailable,
           `${subject.label} is unavailable: MCP server "${server}" ${why}${cause ? ` (last error: ${cause})` : ''}.` +
-            (reason ? ` To fix: ${fixFor(reason, server, undefined, this.deps.view.detailOf(server))}.` : ' Try again in a moment.'),
+            (reason ? ` To fix: ${fixFor(reason, server, undefined, this.view.detailOf(server))}.` : ' Try again in a moment.'),
           { details: { ...subject.details, server, state, reason, reconnecting: isInTransit(state) } },
         );
       };
       const check = (): void => {
         const snap = ref.getSnapshot();
         const state: ServerStateName = snap.status === 'active' ? stateNameOf(snap) : 'removed';
-        const rec = this.deps.connections.get(server);
+        const rec = this.connections.get(server);
         if (state === 'connected' && rec) return finish(() => resolve(rec));
         if (state === 'connecting' || state === 'dormant') return;
-        const reason = this.deps.view.unavailableReason(server);
-        finish(() => reject(unavailable(reason ? describeReason(reason, this.deps.view.detailOf(server)) : `is ${state}`, state)));
+        const reason = this.view.unavailableReason(server);
+        finish(() => reject(unavailable(reason ? describeReason(reason, this.view.detailOf(server)) : `is ${state}`, state)));
       };
       const onAbort = (): void => finish(() => reject(signal!.reason));
       const timer = setTimeout(() => finish(() => reject(unavailable(`did not connect within ${waitMs} ms (it is still connecting)`, 'connecting'))), waitMs);
@@ -297,8 +295,8 @@ export class Calls {
     try {
       return await send();
     } catch (err) {
-      if (!rec.lost && this.deps.connections.get(server) === rec) throw err;
-      const ref = this.deps.view.serverActors().get(server);
+      if (!rec.lost && this.connections.get(server) === rec) throw err;
+      const ref = this.ws.server(server);
       const state = ref ? stateNameOf(ref.getSnapshot()) : 'removed';
       const reconnecting = isInTransit(state) || state === 'connected';
       const what = `${subject.label} did not complete: MCP server "${server}" lost its connection (${rec.lost?.error ?? 'connection closed'})`;

@@ -8,19 +8,18 @@ import {
   type SessionInput,
   type SubscriptionsEvent,
 } from '../../machines/server.machine.js';
-import type { DesiredMap, DesiredServer } from '../../machines/types.js';
-import type { CachedListing, ListingCache } from '../cache/listing-cache.js';
-import type { ClientFeatures } from '../connection/client-capabilities.js';
+import type { DesiredServer } from '../../machines/types.js';
+import type { CachedListing } from '../cache/listing-cache.js';
 import type { ServerLogWriter } from './server-logs.js';
 import { openConnection, type ConnectionEvent, type ConnectOptions, type LiveConnection } from '../connection/connect.js';
-import { ownCpuTicks, processTreeCpuTicks, type ProcessTracker } from '../connection/processes.js';
+import { ownCpuTicks, processTreeCpuTicks } from '../connection/processes.js';
 import { ResourceSubscriptions } from '../connection/subscriptions.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { transportOf } from '../config/identity.js';
-import type { ToolRegistry } from '../registry/registry.js';
-import { holdWhileStarting, type Semaphore } from './semaphore.js';
-import type { Logger } from './types.js';
+import { holdWhileStarting } from './semaphore.js';
 import { getOwn } from '../util/own.js';
+import type { AuthHooks } from './auth.js';
+import type { Workspace } from './workspace.js';
 
 /** How a connection ended; `permanent` when the generation was closed because its listing was rejected. */
 export interface Lost {
@@ -56,40 +55,14 @@ export interface ConnectionRecord {
   syncSubscriptions?: (count: number) => void;
 }
 
-/** What the machine I/O needs from the controller that owns it; getters for what changes over its life. */
-export interface ConnectionsDeps {
-  registry: ToolRegistry;
-  tracker: ProcessTracker;
-  /** Bounds concurrent process starts (docs/library.md). */
-  semaphore: Semaphore;
-  logger: Logger;
-  env: NodeJS.ProcessEnv;
+/** The connect settings of a controller: its options with their defaults applied. */
+export interface ConnectSettings {
   envPolicy: ConnectOptions['envPolicy'] | undefined;
   connectTimeoutMs: number;
   /** The start bound of a server whose config sets no `startTimeoutMs`. */
   startTimeoutMs: number;
   /** The protocol revision for entries that pin none. */
   protocol: ConnectOptions['protocol'];
-  /** The workspace root, canonical once started. */
-  root(): string;
-  /** The desired map as last reconciled. */
-  desired(): DesiredMap;
-  /** The listing cache, once started. */
-  cache(): ListingCache | undefined;
-  /** The controller is being disposed: a connect that lands now is closed. */
-  disposing(): boolean;
-  /** Elicitation, sampling and roots as declared to every server. */
-  clientFeatures(): ClientFeatures;
-  /** OAuth's fetch wrapper for a remote server, if it needs one. */
-  fetchFor(name: string, entry: DesiredServer): ConnectOptions['wrapFetch'] | undefined;
-  /** A connect attempt of `name` begins. */
-  connectStarted(name: string): void;
-  /** A server's prompts were re-listed. */
-  promptsChanged(): void;
-  /** Tell `name`'s actor about an error that moves it nowhere; its context keeps the last error. */
-  report(name: string, event: ErrorReportedEvent): void;
-  /** Where servers' stderr and log messages go, once started (none when logs are off). */
-  serverLog(): ServerLogWriter | undefined;
 }
 
 /**
@@ -115,15 +88,23 @@ export class Connections {
   /** The turn the connects begun in this one wait for before they spawn anything (see `laterTurn`). */
   private spawnTurn: Promise<void> | undefined;
 
-  constructor(private readonly deps: ConnectionsDeps) {
+  constructor(
+    private readonly ws: Workspace,
+    private readonly auth: AuthHooks,
+    private readonly settings: ConnectSettings,
+  ) {
     this.subscriptions = new ResourceSubscriptions({
       connectionOf: (server) => {
         const rec = this.live.get(server);
         return rec && !rec.lost ? rec.conn : undefined;
       },
       onCount: (server, count) => this.live.get(server)?.syncSubscriptions?.(count),
-      onError: (message) => deps.logger.warn(message),
-      onListenerError: (err) => deps.logger.warn(`a resource subscriber threw: ${describeError(err)}`),
+      onError: (message) => ws.logger.warn(message),
+      onListenerError: (err) => ws.logger.warn(`a resource subscriber threw: ${describeError(err)}`),
+    });
+    // A server that lost entries to another's shared prefix ends its generation.
+    ws.registry.onChange((change) => {
+      if (change.removed.length > 0 || change.prompts.removed.length > 0) this.endIfConflicted(change.server);
     });
   }
 
@@ -135,7 +116,7 @@ export class Connections {
         session: fromCallback<ConnectionLostEvent, SessionInput>(({ input, sendBack }) => this.watchSession(input.name, input.generation, sendBack)),
       },
       actions: {
-        dropTools: (_args: unknown, params: { name: string }) => this.deps.registry.drop(params.name),
+        dropTools: (_args: unknown, params: { name: string }) => this.ws.registry.drop(params.name),
         disconnect: (_args: unknown, params: { name: string }) => this.close(params.name),
         applyFilter: (_args: unknown, params: { name: string; entry: DesiredServer }) => this.applyFilter(params.name, params.entry),
         restoreCached: (_args: unknown, params: { name: string; entry: DesiredServer; generation: number }) =>
@@ -172,8 +153,8 @@ export class Connections {
 
   /** The cached listing of `name`'s desired entry, if any: what the server would serve (for explaining an unavailable one). */
   cachedListingOf(name: string): CachedListing | undefined {
-    const entry = getOwn(this.deps.desired(), name);
-    return entry ? this.deps.cache()?.get(entry.fingerprint) : undefined;
+    const entry = getOwn(this.ws.desired, name);
+    return entry ? this.ws.cache?.get(entry.fingerprint) : undefined;
   }
 
   /** Close every connection and resolve once every close, started here or earlier, is over (HTTP session DELETE included). */
@@ -191,21 +172,21 @@ export class Connections {
    * (dormant, still connecting, reconnecting) the conflict is reported.
    */
   endIfConflicted(server: string): void {
-    const conflict = this.deps.registry.conflictOf(server);
+    const conflict = this.ws.registry.conflictOf(server);
     if (!conflict) return;
     const rec = this.live.get(server);
-    if (!rec || rec.lost) return this.deps.report(server, { type: 'ERROR_REPORTED', error: conflict.message });
+    if (!rec || rec.lost) return this.report(server, { type: 'ERROR_REPORTED', error: conflict.message });
     queueMicrotask(() => {
       if (this.live.get(server) === rec && !rec.lost) this.rejectGeneration(server, rec, conflict);
     });
   }
 
   private async connect(name: string, entry: DesiredServer, generation: number, signal: AbortSignal): Promise<ConnectOutput> {
-    const { deps } = this;
+    const { ws, settings } = this;
     const token = Symbol(`${name}#${generation}`);
     // Queued until marked below (a re-added server's generations start at 1 again).
     this.started.delete(name);
-    deps.connectStarted(name);
+    this.auth.connectStarted(name);
     const stdio = transportOf(entry.config) === 'stdio';
     // Each spawn blocks the main thread until exec (~10 ms, more on a busy machine): the
     // whole admission pass (every cached listing registered) and the host's own turn
@@ -215,7 +196,7 @@ export class Connections {
     // goes back once the server answered `initialize` or sits idle, so hung handshakes
     // cannot starve the queue. Remote and in-process connects start no process here.
     const hold = stdio
-      ? holdWhileStarting(await deps.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks, ownCpuTicks, startCpuTicks: mainThreadTreeCpuTicks })
+      ? holdWhileStarting(await ws.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks, ownCpuTicks, startCpuTicks: mainThreadTreeCpuTicks })
       : undefined;
     // Time spent queued is not the server's: its start bound and readiness count from here.
     this.markStarted(name, generation);
@@ -224,45 +205,45 @@ export class Connections {
       conn = await openConnection(entry, {
         generation,
         signal,
-        tracker: deps.tracker,
-        ...(deps.envPolicy ? { envPolicy: deps.envPolicy } : {}),
-        parentEnv: deps.env,
-        cwd: deps.root(),
-        timeoutMs: deps.connectTimeoutMs,
-        ...(deps.protocol ? { protocol: deps.protocol } : {}),
+        tracker: ws.tracker,
+        ...(settings.envPolicy ? { envPolicy: settings.envPolicy } : {}),
+        parentEnv: ws.env,
+        cwd: ws.root,
+        timeoutMs: settings.connectTimeoutMs,
+        ...(settings.protocol ? { protocol: settings.protocol } : {}),
         // Slow starts are the machine's `connecting.slow`, not a failure, up to the start bound.
         backgroundStart: true,
-        startTimeoutMs: entry.config.startTimeoutMs ?? deps.startTimeoutMs,
+        startTimeoutMs: entry.config.startTimeoutMs ?? settings.startTimeoutMs,
         clientInfo: { name: 'mcp-reconciler', version: '0.1.0' },
         onEvent: (e) => this.onConnectionEvent(name, token, e),
         ...(hold ? { startPhase: hold } : {}),
-        clientFeatures: deps.clientFeatures(),
-        ...((wrap) => (wrap ? { wrapFetch: wrap } : {}))(deps.fetchFor(name, entry)),
-        ...((log) => (log ? { onStderr: (chunk: Buffer) => log.stderr(name, chunk), onLogMessage: (m: Parameters<ServerLogWriter['message']>[1]) => log.message(name, m) } : {}))(deps.serverLog()),
+        clientFeatures: ws.clientFeatures(),
+        ...((wrap) => (wrap ? { wrapFetch: wrap } : {}))(this.auth.fetchFor(name, entry)),
+        ...((log) => (log ? { onStderr: (chunk: Buffer) => log.stderr(name, chunk), onLogMessage: (m: Parameters<ServerLogWriter['message']>[1]) => log.message(name, m) } : {}))(ws.serverLog),
       });
     } finally {
       hold?.release();
     }
-    if (signal.aborted || deps.disposing()) {
+    if (signal.aborted || ws.disposing) {
       await conn.close();
       throw new McpReconcilerError(ErrorCode.ConnectFailed, `connect of "${name}" was cancelled`);
     }
     // Whole generation or nothing: a listing the registry rejects closes this
     // generation, and the server goes to `failed` (its old tools leave with `live`).
-    const result = deps.registry.commit(name, generation, listingOf(conn), filterOf(entry));
+    const result = ws.registry.commit(name, generation, listingOf(conn), filterOf(entry));
     if (!result.ok) {
       this.trackClose(conn.close());
-      deps.logger.warn(result.error.message);
+      ws.logger.warn(result.error.message);
       throw rejectedListing(name, result.error);
     }
     this.warnInvalidTools(name);
     this.warnResourceConflicts(name);
     if (conn.resourceError) {
       // Its tools are fine: the server connects without resources, and says why.
-      deps.logger.warn(`MCP server "${name}": ${conn.resourceError}; its resources are not registered`);
-      deps.report(name, { type: 'ERROR_REPORTED', error: conn.resourceError, generation });
+      ws.logger.warn(`MCP server "${name}": ${conn.resourceError}; its resources are not registered`);
+      this.report(name, { type: 'ERROR_REPORTED', error: conn.resourceError, generation });
     }
-    deps.cache()?.store(entry.fingerprint, name, listingOf(conn));
+    ws.cache?.store(entry.fingerprint, name, listingOf(conn));
     const previous = this.live.get(name);
     this.live.set(name, { conn, generation, token, fingerprint: entry.fingerprint });
     if (previous && previous.conn !== conn) this.trackClose(previous.conn.close());
@@ -273,8 +254,8 @@ export class Connections {
 
   /** Log each tool of the server's registered listing that was left out for an invalid definition. */
   private warnInvalidTools(name: string): void {
-    for (const t of this.deps.registry.skippedOf(name)) {
-      if (t.invalid) this.deps.logger.warn(`MCP server "${name}": tool "${t.rawName}" is not registered: ${t.reason}`);
+    for (const t of this.ws.registry.skippedOf(name)) {
+      if (t.invalid) this.ws.logger.warn(`MCP server "${name}": tool "${t.rawName}" is not registered: ${t.reason}`);
     }
   }
 
@@ -302,12 +283,12 @@ export class Connections {
 
   /** Log each new resource URI this server shares with another (the owner rule decides; nothing is rejected). */
   private warnResourceConflicts(name: string): void {
-    for (const c of this.deps.registry.resources.conflictsOf(name)) {
+    for (const c of this.ws.registry.resources.conflictsOf(name)) {
       const key = JSON.stringify([c.uri, c.servers]);
       if (this.reportedConflicts.has(key)) continue;
       this.reportedConflicts.add(key);
       const shadowed = c.servers.filter((s) => s !== c.owner).map((s) => `"${s}"`).join(', ');
-      this.deps.logger.warn(
+      this.ws.logger.warn(
         `resource conflict: MCP servers ${c.servers.map((s) => `"${s}"`).join(', ')} all list ${c.uri}; reads go to "${c.owner}" (first in code-point order) and the copy of ${shadowed} is shadowed. Rename or remove one of the resources, or scope sessions to one server, if that is not what you want.`,
       );
     }
@@ -333,16 +314,16 @@ export class Connections {
     if (!rec || rec.token !== token) return; // a late event from an old generation
     if (e.type === 'resource_updated') return this.subscriptions.updated(name, e.uri);
     void this.relist(name, rec, e.type).catch((err) => {
-      this.deps.report(name, { type: 'ERROR_REPORTED', error: `re-list after ${e.type} failed: ${describeError(err)}`, generation: rec.generation });
+      this.report(name, { type: 'ERROR_REPORTED', error: `re-list after ${e.type} failed: ${describeError(err)}`, generation: rec.generation });
     });
   }
 
   private async relist(name: string, rec: ConnectionRecord, what: 'tools_changed' | 'prompts_changed' | 'resources_changed'): Promise<void> {
-    const { registry } = this.deps;
-    const entry = getOwn(this.deps.desired(), name);
+    const { registry } = this.ws;
+    const entry = getOwn(this.ws.desired, name);
     if (!entry) return;
     const store = (): void => {
-      if (rec.fingerprint) this.deps.cache()?.store(rec.fingerprint, name, listingOf(rec.conn));
+      if (rec.fingerprint) this.ws.cache?.store(rec.fingerprint, name, listingOf(rec.conn));
     };
     if (what === 'tools_changed') {
       await rec.conn.listTools();
@@ -360,7 +341,7 @@ export class Connections {
       const result = registry.commitPrompts(name, rec.generation, prompts);
       if (!result.ok) this.rejectGeneration(name, rec, result.error);
       else store();
-      this.deps.promptsChanged();
+      this.ws.clientUpdate();
     } else {
       const listing = await rec.conn.listResources();
       if (this.live.get(name) !== rec) return;
@@ -378,7 +359,7 @@ export class Connections {
    */
   private rejectGeneration(name: string, rec: ConnectionRecord, error: McpReconcilerError): void {
     const lost = { error: rejectedListing(name, error).message, sessionLost: false, permanent: true };
-    this.deps.logger.warn(lost.error);
+    this.ws.logger.warn(lost.error);
     rec.lost = lost;
     rec.notify?.(lost);
   }
@@ -418,20 +399,25 @@ export class Connections {
    * Nothing when none is cached or the server already has entries.
    */
   private restoreCached(name: string, entry: DesiredServer, generation: number): void {
-    const { registry } = this.deps;
-    const listing = this.deps.cache()?.get(entry.fingerprint);
+    const { registry } = this.ws;
+    const listing = this.ws.cache?.get(entry.fingerprint);
     if (!listing || registry.toolsOf(name).length > 0 || registry.promptsOf(name).length > 0 || registry.resources.resourcesOf(name).length > 0) return;
     const result = registry.commit(name, generation, listing, filterOf(entry), { cached: true });
     // A clash is reported like any listing's; the live listing gets its own try.
     if (!result.ok) {
-      this.deps.logger.debug(`cached listing of "${name}" not registered: ${result.error.message}`);
-      this.deps.report(name, { type: 'ERROR_REPORTED', error: result.error.message });
+      this.ws.logger.debug(`cached listing of "${name}" not registered: ${result.error.message}`);
+      this.report(name, { type: 'ERROR_REPORTED', error: result.error.message });
     }
   }
 
+  /** Tell `name`'s actor about an error that moves it nowhere; its context keeps the last error. */
+  private report(name: string, event: ErrorReportedEvent): void {
+    this.ws.server(name)?.send(event);
+  }
+
   private applyFilter(name: string, entry: DesiredServer): void {
-    const { error } = this.deps.registry.setFilter(name, filterOf(entry));
-    if (error) this.deps.report(name, { type: 'ERROR_REPORTED', error: error.message });
+    const { error } = this.ws.registry.setFilter(name, filterOf(entry));
+    if (error) this.report(name, { type: 'ERROR_REPORTED', error: error.message });
   }
 }
 

@@ -1,7 +1,7 @@
 import { availableParallelism, homedir } from 'node:os';
 import path from 'node:path';
 import { createActor, type Actor, type AnyActorRef, type InspectionEvent, type StateValue } from 'xstate';
-import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, GetPromptResult, ReadResourceResult, Root } from '@modelcontextprotocol/sdk/types.js';
 import { reconcilerMachine } from '../../machines/reconciler.machine.js';
 import { isInTransit, reasonOf, stateNameOf } from '../../machines/reason.js';
 import { slowStartOf, type ServerContext } from '../../machines/server.machine.js';
@@ -19,8 +19,6 @@ import { watchConfigFiles, type ConfigWatcher } from '../watch/config-watcher.js
 import { ReloadCoalescer } from '../watch/coalescer.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import type { AuthorizeOptions } from '../auth/manager.js';
-import { workspaceRoots, type ClientFeatures } from '../connection/client-capabilities.js';
-import type { Root } from '@modelcontextprotocol/sdk/types.js';
 import type { SearchToolsOptions, ToolMatch, ToolSearch } from '../search/tool-search.js';
 import { selectTools, type ExposedTools } from '../search/exposure.js';
 import { ToolUsage } from '../search/usage.js';
@@ -32,6 +30,7 @@ import { DesiredState } from './desired.js';
 import { SafeEmitter } from './emitter.js';
 import { Semaphore } from './semaphore.js';
 import { StatusView } from './status.js';
+import { Workspace } from './workspace.js';
 import type {
   CallToolOptions,
   Logger,
@@ -67,19 +66,12 @@ export class McpController {
   /** The reconciler actor, for inspection (dashboards, tests). */
   readonly actor: Actor<typeof reconcilerMachine>;
 
-  private readonly registry = new ToolRegistry();
-  private readonly tracker: ProcessTracker;
-  private readonly emitter: SafeEmitter<McpControllerEvents>;
-  private readonly logger: Logger;
-  private readonly env: NodeJS.ProcessEnv;
-  private readonly reader: ConfigReader;
-  /** Approval decisions: the store's and this session's. */
-  private readonly decisions: Decisions;
+  /** What the collaborators share: options, registry, reader, root, cache, desired map, the actor. */
+  private readonly ws: Workspace;
   /** Status rows and unavailability reasons, read from the actors. */
   private readonly view: StatusView;
   /** Tool calls and prompt gets, waiting for a connection where they may. */
   private readonly calls: Calls;
-  private readonly semaphore: Semaphore;
   private readonly coalescer: ReloadCoalescer;
   /** The machines' I/O: connect and session actors and their connections. */
   private readonly connections: Connections;
@@ -87,18 +79,11 @@ export class McpController {
   private readonly transitionKeys = new Map<string, string>();
   /** The config → machines side: desired map, gating, runtime servers. */
   private readonly state: DesiredState;
-  private root: string;
   private watcher: ConfigWatcher | undefined;
-  /** Each server's stderr, log messages and supervisor lines (server-logs.ts); created by `start()`. */
-  private serverLog: ServerLogWriter | undefined;
   private started: Promise<void> | undefined;
   private disposing: Promise<void> | undefined;
-  /** Listings by fingerprint (SPEC §12); created by `start()` once the root is canonical. */
-  private cache: ListingCache | undefined;
   /** OAuth of the remote servers (docs/oauth.md) and the wake-ups it causes. */
   private readonly auth: AuthHooks;
-  /** Roots offered to servers; `undefined` when the host turned roots off. */
-  private roots: Root[] | undefined;
   /** Servers a host holds ({@link hold}), and the actor each was last told: a re-spawned actor is told again. */
   private readonly holds = new Map<string, AnyActorRef | undefined>();
   /** The tool search index, loaded and built on the first search, then kept in step with the registry. */
@@ -107,96 +92,66 @@ export class McpController {
   /** Call counts of this workspace's tools; persisted once `start()` knows the cache folder. */
   private usage = new ToolUsage(false, '');
 
+  /** The composition root: builds the workspace and its collaborators, and wires the one reconciler actor. */
   constructor(private readonly options: McpControllerOptions) {
-    this.logger = { ...silentLogger, ...(options.logger ?? {}) };
-    this.emitter = new SafeEmitter((event, err) => this.logger.warn(`listener of "${event}" threw: ${describeError(err)}`));
-    this.env = options.env ?? process.env;
-    this.root = path.resolve(options.cwd);
-    this.tracker = new ProcessTracker({ graceMs: options.killGraceMs ?? 2_000, warn: (message) => this.logger.warn(message) });
-    // An explicit concurrency is kept as given; the default adapts to how heavy starts are (docs/performance.md).
-    this.semaphore =
-      options.connectConcurrency !== undefined
-        ? new Semaphore(options.connectConcurrency)
-        : new Semaphore(DEFAULT_CONNECT_CONCURRENCY, { cores: availableParallelism() });
+    const logger: Logger = { ...silentLogger, ...(options.logger ?? {}) };
+    const emitter = new SafeEmitter<McpControllerEvents>((event, err) => logger.warn(`listener of "${event}" threw: ${describeError(err)}`));
+    const env = options.env ?? process.env;
+    const root = path.resolve(options.cwd);
     // An explicit source list needs no preset (and an unknown preset name then is no error).
     const preset: Preset | undefined = options.sources
       ? undefined
       : typeof options.preset === 'object'
         ? options.preset
         : resolvePreset(options.preset ?? 'default');
-    this.reader = new ConfigReader({
-      sources: configSources({
-        root: this.root,
-        home: this.env.HOME ?? homedir(),
-        env: this.env,
-        ...(preset ? { preset } : {}),
-        ...(options.sources ? { sources: options.sources } : {}),
-        ...(options.userConfigPath ? { userConfigPath: options.userConfigPath } : {}),
-        ...(options.cliConfigFiles ? { configFiles: options.cliConfigFiles } : {}),
+    const ws = new Workspace({
+      options,
+      env,
+      logger,
+      emitter,
+      root,
+      registry: new ToolRegistry(),
+      tracker: new ProcessTracker({ graceMs: options.killGraceMs ?? 2_000, warn: (message) => logger.warn(message) }),
+      // An explicit concurrency is kept as given; the default adapts to how heavy starts are (docs/performance.md).
+      semaphore:
+        options.connectConcurrency !== undefined
+          ? new Semaphore(options.connectConcurrency)
+          : new Semaphore(DEFAULT_CONNECT_CONCURRENCY, { cores: availableParallelism() }),
+      reader: new ConfigReader({
+        sources: configSources({
+          root,
+          home: env.HOME ?? homedir(),
+          env,
+          ...(preset ? { preset } : {}),
+          ...(options.sources ? { sources: options.sources } : {}),
+          ...(options.userConfigPath ? { userConfigPath: options.userConfigPath } : {}),
+          ...(options.cliConfigFiles ? { configFiles: options.cliConfigFiles } : {}),
+        }),
+        env,
+        ...(options.resolveInput ? { resolveInput: options.resolveInput } : {}),
+        watcher: () => this.watcher,
       }),
-      env: this.env,
-      ...(options.resolveInput ? { resolveInput: options.resolveInput } : {}),
-      watcher: () => this.watcher,
+      decisions: new Decisions(
+        typeof options.approvals === 'object' ? options.approvals : new FileApprovalStore(options.approvals ?? defaultApprovalsPath(env)),
+        { logger, emitter },
+      ),
     });
-    this.decisions = new Decisions(
-      typeof options.approvals === 'object' ? options.approvals : new FileApprovalStore(options.approvals ?? defaultApprovalsPath(this.env)),
-      { logger: this.logger, configError: (issues) => this.emitter.emit('config-error', { issues }) },
-    );
-    this.state = new DesiredState(
-      {
-        reader: this.reader,
-        decisions: this.decisions,
-        logger: this.logger,
-        emitter: this.emitter,
-        // Captured once and immutable.
-        cliBound: options.cliAllowedServerNames ? Object.freeze([...options.cliAllowedServerNames]) : undefined,
-        isTrustedFolder: options.isTrustedFolder,
-        send: (event) => this.actor.send(event),
-        root: () => this.root,
-        cache: () => this.cache,
-        disposing: () => this.disposing !== undefined,
-        reread: () => void this.auth.pickUpStoredTokens(),
-      },
-      options.sdkServers,
-    );
+    this.ws = ws;
+    this.auth = new AuthHooks(ws);
+    this.state = new DesiredState(ws, this.auth);
     this.coalescer = new ReloadCoalescer(() => this.state.reconcile());
-    this.connections = new Connections({
-      registry: this.registry,
-      tracker: this.tracker,
-      semaphore: this.semaphore,
-      logger: this.logger,
-      env: this.env,
+    const connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
+    this.connections = new Connections(ws, this.auth, {
       envPolicy: options.envPolicy,
-      connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
+      connectTimeoutMs,
       startTimeoutMs: options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
       protocol: options.protocol,
-      root: () => this.root,
-      desired: () => this.state.desired,
-      cache: () => this.cache,
-      disposing: () => this.disposing !== undefined,
-      clientFeatures: () => this.clientFeatures(),
-      fetchFor: (name, entry) => this.auth.fetchFor(name, entry),
-      connectStarted: (name) => this.auth.connectStarted(name),
-      promptsChanged: () => this.emitClientUpdate(),
-      report: (name, event) => this.view.serverActors().get(name)?.send(event),
-      serverLog: () => this.serverLog,
     });
-    this.auth = new AuthHooks({
-      options,
-      env: this.env,
-      logger: this.logger,
-      sendAuthenticated: (name) => this.actor.send({ type: 'AUTHENTICATED', name }),
-      running: () => this.started !== undefined && this.actor.getSnapshot().status === 'active',
-      disposing: () => this.disposing !== undefined,
-      serverActors: () => this.view.serverActors(),
-      desired: () => this.state.desired,
-    });
-    this.roots = options.roots === false ? undefined : (options.roots ?? undefined);
     // The registry may change another server's tools too (a pending listing that fits
     // once a name frees up), so tools-changed comes from the registry, not from our calls.
-    this.registry.onChange((change) => {
+    ws.registry.onChange((change) => {
       if (change.added.length > 0 || change.removed.length > 0 || change.updated.length > 0) {
-        this.emitter.emit('tools-changed', {
+        emitter.emit('tools-changed', {
           server: change.server,
           added: [...change.added],
           removed: [...change.removed],
@@ -204,38 +159,24 @@ export class McpController {
         });
       }
       this.searchReady?.apply(change);
-      // A server that lost entries to another's shared prefix ends its generation.
-      if (change.removed.length > 0 || change.prompts.removed.length > 0) this.connections.endIfConflicted(change.server);
-      this.emitClientUpdate();
+      ws.clientUpdate();
     });
-    this.registry.resources.onChange((change) => this.emitter.emit('resources-changed', change));
+    ws.registry.resources.onChange((change) => emitter.emit('resources-changed', change));
 
     const server = this.connections.provideMachine();
     const lifecycle = {
       ...(options.startup ? { startup: options.startup } : {}),
       ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
-      slowStartMs: options.connectTimeoutMs ?? 30_000,
+      slowStartMs: connectTimeoutMs,
       ...(options.onDemand ? { onDemand: true } : {}),
     };
     this.actor = createActor(reconcilerMachine.provide({ actors: { server } }), {
-      input: { desired: {}, gating: { excluded: [], trusted: true, approvals: {} }, backoff: options.backoff, lifecycle },
+      input: { desired: {}, gating: { excluded: [], trusted: true, approvals: {} }, backoff: options.backoff, lifecycle, systemIds: true },
       inspect: (ev) => this.onInspect(ev),
     });
-    this.view = new StatusView({
-      actor: this.actor,
-      registry: this.registry,
-      connections: this.connections,
-      desired: () => this.state.desired,
-      gating: () => this.state.computed,
-      issues: () => this.state.issues,
-      scopeOf: (file) => this.reader.sources.find((s) => s.path === file)?.scope,
-    });
-    this.calls = new Calls({
-      registry: this.registry,
-      connections: this.connections,
-      view: this.view,
-      connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
-    });
+    this.view = new StatusView(ws, this.connections);
+    ws.attach(this.actor, () => this.view.rows());
+    this.calls = new Calls(ws, this.connections, this.view, connectTimeoutMs);
   }
 
   // ── lifecycle ──────────────────────────────────────────────────────────
@@ -250,41 +191,42 @@ export class McpController {
    * start bound (`startTimeoutMs`) fails it. Idempotent.
    */
   start(): Promise<void> {
+    this.ws.started = true;
     this.started ??= this.doStart();
     return this.started;
   }
 
   private async doStart(): Promise<void> {
     this.assertLive();
-    this.root = await canonicalRoot(this.root).catch(() => this.root);
+    this.ws.root = await canonicalRoot(this.ws.root).catch(() => this.ws.root);
     if (this.disposing) return;
-    const cacheDir = this.options.listingCache ?? defaultListingCacheDir(this.env);
-    this.cache = new ListingCache({
-      dir: cacheDir === false ? false : path.resolve(this.root, cacheDir),
-      root: this.root,
-      onError: (err) => this.logger.warn(`listing cache: ${describeError(err)}`),
-      onWarning: (message) => this.logger.warn(message),
+    const cacheDir = this.options.listingCache ?? defaultListingCacheDir(this.ws.env);
+    this.ws.cache = new ListingCache({
+      dir: cacheDir === false ? false : path.resolve(this.ws.root, cacheDir),
+      root: this.ws.root,
+      onError: (err) => this.ws.logger.warn(`listing cache: ${describeError(err)}`),
+      onWarning: (message) => this.ws.logger.warn(message),
     });
     const counted = this.usage.snapshot();
-    this.usage = new ToolUsage(cacheDir === false ? false : path.resolve(this.root, cacheDir), this.root, (err) =>
-      this.logger.warn(`tool usage counts: ${describeError(err)}`),
+    this.usage = new ToolUsage(cacheDir === false ? false : path.resolve(this.ws.root, cacheDir), this.ws.root, (err) =>
+      this.ws.logger.warn(`tool usage counts: ${describeError(err)}`),
     );
     for (const [name, n] of counted) for (let i = 0; i < n; i++) this.usage.record(name);
     // Before anything is spawned: a previous host of this workspace that was SIGKILLed
     // may have left detached servers running (docs/library.md).
     if (this.options.logDir !== false) {
-      this.serverLog = new ServerLogWriter(path.resolve(this.root, this.options.logDir ?? defaultLogDir(this.root, this.env)), {
+      this.ws.serverLog = new ServerLogWriter(path.resolve(this.ws.root, this.options.logDir ?? defaultLogDir(this.ws.root, this.ws.env)), {
         ...(this.options.logMaxBytes !== undefined ? { maxBytes: this.options.logMaxBytes } : {}),
-        onError: (err) => this.logger.warn(`server logs: ${describeError(err)}`),
+        onError: (err) => this.ws.logger.warn(`server logs: ${describeError(err)}`),
       });
     }
-    const stateFile = this.options.processStateFile ?? defaultProcessStatePath(this.root, this.env);
+    const stateFile = this.options.processStateFile ?? defaultProcessStatePath(this.ws.root, this.ws.env);
     if (stateFile !== false) {
-      const reaped = await this.tracker.useStateFile(stateFile).catch((err: unknown) => {
-        this.logger.warn(`process state file ${stateFile}: ${describeError(err)}`);
+      const reaped = await this.ws.tracker.useStateFile(stateFile).catch((err: unknown) => {
+        this.ws.logger.warn(`process state file ${stateFile}: ${describeError(err)}`);
         return [];
       });
-      if (reaped.length > 0) this.logger.info(`reaped ${reaped.length} server process group(s) left by a previous run: ${reaped.join(', ')}`);
+      if (reaped.length > 0) this.ws.logger.info(`reaped ${reaped.length} server process group(s) left by a previous run: ${reaped.join(', ')}`);
     }
     if (this.disposing) return;
     this.actor.start();
@@ -294,17 +236,17 @@ export class McpController {
       // The approvals file is watched too, so `mcp-reconciler approve` run in another
       // terminal takes effect in a running host. Our own writes cause one re-read
       // that finds nothing new to send.
-      const storePath = this.decisions.store.path;
+      const storePath = this.ws.decisions.store.path;
       // The token store too: tokens stored by `mcp-reconciler auth` in another terminal wake servers in needs_auth.
       const tokenPath = this.auth.store.path;
       this.watcher = watchConfigFiles({
-        files: [...this.reader.sources.map((s) => s.path), ...(storePath ? [storePath] : []), ...(tokenPath ? [tokenPath] : [])],
+        files: [...this.ws.reader.sources.map((s) => s.path), ...(storePath ? [storePath] : []), ...(tokenPath ? [tokenPath] : [])],
         debounceMs: this.options.debounceMs ?? 300,
         onChange: () => {
-          this.coalescer.request().catch((err) => this.logger.error(`reload failed: ${describeError(err)}`));
+          this.coalescer.request().catch((err) => this.ws.logger.error(`reload failed: ${describeError(err)}`));
           if (tokenPath) void this.auth.pickUpStoredTokens();
         },
-        onError: (err) => this.logger.warn(`config watcher: ${err.message}`),
+        onError: (err) => this.ws.logger.warn(`config watcher: ${err.message}`),
       });
       await this.watcher.ready;
     }
@@ -321,7 +263,7 @@ export class McpController {
   async reload(): Promise<void> {
     this.assertLive();
     if (!this.started) {
-      this.root = await canonicalRoot(this.root).catch(() => this.root);
+      this.ws.root = await canonicalRoot(this.ws.root).catch(() => this.ws.root);
       return this.state.refresh();
     }
     await this.started;
@@ -330,6 +272,7 @@ export class McpController {
 
   /** Disconnect everything, kill every child, stop watching. Idempotent. */
   dispose(): Promise<void> {
+    this.ws.disposing = true;
     this.disposing ??= this.doDispose();
     return this.disposing;
   }
@@ -342,14 +285,14 @@ export class McpController {
     // HTTP session DELETE, is over before dispose() resolves.
     await this.connections.closeAll();
     this.auth.dispose();
-    await this.tracker.killAll();
-    await this.serverLog?.flush();
-    await this.cache?.flush();
+    await this.ws.tracker.killAll();
+    await this.ws.serverLog?.flush();
+    await this.ws.cache?.flush();
     this.usage.save();
     this.actor.stop();
-    this.registry.clear();
+    this.ws.registry.clear();
     this.searchReady?.close();
-    this.emitter.clear();
+    this.ws.emitter.clear();
   }
 
   private assertLive(): void {
@@ -381,7 +324,7 @@ export class McpController {
     this.stateCache.set(name, state);
     this.auth.onState(name, state);
     if (state !== previous) this.logTransition(name, state, ctx.attempt, (ev.snapshot as unknown as { context: { lastError?: string } }).context.lastError);
-    this.emitter.emit('server-state', {
+    this.ws.emitter.emit('server-state', {
       name,
       state,
       previous,
@@ -390,12 +333,12 @@ export class McpController {
       path,
       attempt: ctx.attempt,
     });
-    this.emitClientUpdate();
+    this.ws.clientUpdate();
   }
 
   /** The supervisor's line in the server's log: the new state, and the error that moved it there. */
   private logTransition(name: string, state: ServerStateName, attempt: number, lastError: string | undefined): void {
-    const log = this.serverLog;
+    const log = this.ws.serverLog;
     if (!log) return;
     const failing = state === 'failed' || state === 'reconnecting';
     // The process is gone in every other state: its unfinished last line comes before the reason.
@@ -411,14 +354,10 @@ export class McpController {
    * `signal` aborts. Nothing when logs are off (`logDir: false`).
    */
   async *logs(server: string, options: ReadLogOptions = {}): AsyncGenerator<LogRecord> {
-    const dir = this.options.logDir === false ? undefined : (this.serverLog?.dir ?? path.resolve(this.root, this.options.logDir ?? defaultLogDir(await canonicalRoot(this.root).catch(() => this.root), this.env)));
+    const dir = this.options.logDir === false ? undefined : (this.ws.serverLog?.dir ?? path.resolve(this.ws.root, this.options.logDir ?? defaultLogDir(await canonicalRoot(this.ws.root).catch(() => this.ws.root), this.ws.env)));
     if (dir === undefined) return;
-    await this.serverLog?.flush();
+    await this.ws.serverLog?.flush();
     yield* readServerLog(dir, server, options);
-  }
-
-  private emitClientUpdate(): void {
-    if (this.emitter.has('client-update')) this.emitter.emit('client-update', { status: this.status() });
   }
 
   /**
@@ -458,7 +397,7 @@ export class McpController {
       clearTimeout(timer);
       const now = performance.now();
       let next = Infinity;
-      for (const ref of this.view.serverActors().values()) {
+      for (const ref of this.ws.servers().values()) {
         const until = waitUntil(ref);
         if (until === undefined || until <= now) continue;
         if (until === Infinity) {
@@ -482,7 +421,7 @@ export class McpController {
         resolve();
       };
       wake = check;
-      const offState = this.emitter.on('server-state', check);
+      const offState = this.ws.emitter.on('server-state', check);
       const offStart = this.connections.onConnectStarted(check);
     });
   }
@@ -516,7 +455,7 @@ export class McpController {
 
   /** Every registered tool, across servers. */
   tools(): RegisteredTool[] {
-    return this.registry.tools();
+    return this.ws.registry.tools();
   }
 
   /**
@@ -547,7 +486,7 @@ export class McpController {
    */
   exposedTools(options: { servers?: Iterable<string>; found?: ReadonlySet<string> } = {}): ExposedTools {
     const scope = options.servers === undefined ? undefined : new Set(options.servers);
-    const tools = scope ? this.registry.tools().filter((t) => scope.has(t.server)) : this.registry.tools();
+    const tools = scope ? this.ws.registry.tools().filter((t) => scope.has(t.server)) : this.ws.registry.tools();
     return selectTools(tools, this.options.toolExposure, { usage: this.usage.snapshot(), ...(options.found ? { found: options.found } : {}) });
   }
 
@@ -559,7 +498,7 @@ export class McpController {
   private toolSearch(): Promise<ToolSearch> {
     this.searchIndex ??= import('../search/tool-search.js').then(({ ToolSearch }) => {
       // Built from the registry as it is now; every change from here on reaches it through onChange.
-      this.searchReady = ToolSearch.build(this.registry);
+      this.searchReady = ToolSearch.build(this.ws.registry);
       return this.searchReady;
     });
     return this.searchIndex;
@@ -567,12 +506,12 @@ export class McpController {
 
   /** Every registered prompt, across servers. */
   prompts(): RegisteredPrompt[] {
-    return this.registry.prompts();
+    return this.ws.registry.prompts();
   }
 
   /** The effective config: desired map and gating verdicts, as last reconciled. */
   config(): { desired: DesiredMap; gating: ComputedGating | undefined; sources: ConfigSource[]; root: string } {
-    return { desired: this.state.desired, gating: this.state.computed, sources: [...this.reader.sources], root: this.root };
+    return { desired: this.ws.desired, gating: this.ws.gating, sources: [...this.ws.reader.sources], root: this.ws.root };
   }
 
   /**
@@ -653,7 +592,7 @@ export class McpController {
   async approve(server: string, { persist = true }: { persist?: boolean } = {}): Promise<void> {
     this.assertLive();
     const entry = await this.decisionEntry(server);
-    await this.decisions.approve(this.root, entry, persist);
+    await this.ws.decisions.approve(this.ws.root, entry, persist);
     if (this.started) await this.coalescer.request();
   }
 
@@ -661,9 +600,9 @@ export class McpController {
   private decisionEntry(server: string): Promise<DesiredServer> {
     return decisionEntry(server, {
       started: this.started !== undefined,
-      desired: this.state.desired,
+      desired: this.ws.desired,
       readDesired: async () => {
-        this.root = await canonicalRoot(this.root).catch(() => this.root);
+        this.ws.root = await canonicalRoot(this.ws.root).catch(() => this.ws.root);
         return (await this.state.read()).desired;
       },
     });
@@ -673,7 +612,7 @@ export class McpController {
   async reject(server: string): Promise<void> {
     this.assertLive();
     const entry = await this.decisionEntry(server);
-    await this.decisions.reject(this.root, entry);
+    await this.ws.decisions.reject(this.ws.root, entry);
     if (this.started) await this.coalescer.request();
   }
 
@@ -712,23 +651,14 @@ export class McpController {
   async setRoots(roots: Root[]): Promise<void> {
     this.assertLive();
     if (this.options.roots === false) return;
-    this.roots = [...roots];
+    this.ws.roots = [...roots];
     await Promise.allSettled(this.connections.all().map((rec) => rec.conn.client.sendRootsListChanged()));
-  }
-
-  /** Elicitation, sampling and roots as declared to every server. */
-  private clientFeatures(): ClientFeatures {
-    return {
-      ...(this.options.onElicitation ? { onElicitation: this.options.onElicitation } : {}),
-      ...(this.options.onSampling ? { onSampling: this.options.onSampling } : {}),
-      ...(this.options.roots === false ? {} : { roots: () => this.roots ?? workspaceRoots(this.root) }),
-    };
   }
 
   /** Reconnect a server now with a fresh retry budget (from `failed`, `needs_auth` or while reconnecting). */
   async reconnect(server: string): Promise<void> {
     this.assertLive();
-    entryOrThrow(server, this.state.desired);
+    entryOrThrow(server, this.ws.desired);
     this.actor.send({ type: 'RECONNECT', name: server });
   }
 
@@ -752,7 +682,7 @@ export class McpController {
 
   /** Subscribe to an event (SPEC §9); returns the unsubscribe function. Listeners that throw are isolated. */
   on<K extends keyof McpControllerEvents>(event: K, listener: (payload: McpControllerEvents[K]) => void): () => void {
-    return this.emitter.on(event, listener);
+    return this.ws.emitter.on(event, listener);
   }
 
   /** How many reconciles sent something to the machines (for tests and benchmarks). */
@@ -762,7 +692,7 @@ export class McpController {
 
   /** PIDs of every live stdio child (for tests and leak checks). */
   pids(): number[] {
-    return this.tracker.pids();
+    return this.ws.tracker.pids();
   }
 
   /**
@@ -777,7 +707,7 @@ export class McpController {
     this.assertLive();
     if (this.holds.has(server)) return;
     this.holds.set(server, undefined);
-    const ref = this.view.serverActors().get(server);
+    const ref = this.ws.server(server);
     if (ref) this.tellHold(server, ref);
   }
 
@@ -789,7 +719,7 @@ export class McpController {
    */
   release(server: string): void {
     if (!this.holds.delete(server) || this.disposing) return;
-    const ref = this.view.serverActors().get(server);
+    const ref = this.ws.server(server);
     if (ref?.getSnapshot().status === 'active') ref.send({ type: 'RELEASE' });
   }
 

@@ -4,7 +4,8 @@ import { decisionsFor } from '../approvals/hash.js';
 import type { ApprovalRecord, ApprovalStore } from '../approvals/store.js';
 import type { ConfigIssue } from '../config/sources.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
-import type { Logger } from './types.js';
+import type { SafeEmitter } from './emitter.js';
+import type { Logger, McpControllerEvents } from './types.js';
 import { getOwn, setOwn } from '../util/own.js';
 
 /**
@@ -20,7 +21,8 @@ export class Decisions {
 
   constructor(
     readonly store: ApprovalStore,
-    private readonly report: { logger: Logger; configError(issues: ConfigIssue[]): void },
+    /** Where a store problem is reported: the log and the `config-error` event. */
+    private readonly report: { logger: Logger; emitter: SafeEmitter<McpControllerEvents> },
   ) {}
 
   /** Re-read the store's decisions for `root`; a store problem is reported once per distinct error. */
@@ -33,7 +35,8 @@ export class Decisions {
     this.lastStoreError = errorKey;
     if (error) {
       this.report.logger.error(error.message);
-      this.report.configError([{ file: this.store.path ?? 'approvals store', message: `${error.message}${error.hint ? ` — ${error.hint}` : ''}` }]);
+      const issues: ConfigIssue[] = [{ file: this.store.path ?? 'approvals store', message: `${error.message}${error.hint ? ` — ${error.hint}` : ''}` }];
+      this.report.emitter.emit('config-error', { issues });
     }
   }
 

@@ -1,40 +1,17 @@
 import { sameEntry, type ReconcilerEvent } from '../../machines/reconciler.machine.js';
 import type { DesiredMap, DesiredServer, GatingState, ServerConfig } from '../../machines/types.js';
 import { promptableServers } from '../approvals/promptable.js';
-import type { ListingCache } from '../cache/listing-cache.js';
 import type { ScopedSettings } from '../config/load.js';
 import { nameCollisionIssues } from '../config/name-collisions.js';
-import type { ConfigReader } from '../config/reader.js';
 import { parseServerConfig } from '../config/schema.js';
 import type { ConfigIssue } from '../config/sources.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { computeGating, type ComputedGating } from '../gating/compute.js';
 import { serversEqual } from '../config/identity.js';
 import { gatingEqual } from '../gating/equality.js';
-import type { Decisions } from './decisions.js';
-import type { SafeEmitter } from './emitter.js';
-import type { Logger, McpControllerEvents } from './types.js';
+import type { AuthHooks } from './auth.js';
+import type { Workspace } from './workspace.js';
 import { getOwn, setOwn } from '../util/own.js';
-
-/** What the config → machines side needs from the controller. */
-export interface DesiredStateDeps {
-  reader: ConfigReader;
-  decisions: Decisions;
-  logger: Logger;
-  emitter: SafeEmitter<McpControllerEvents>;
-  /** The host's `--allowed-mcp-server-names`. */
-  cliBound: readonly string[] | undefined;
-  isTrustedFolder: (() => boolean | Promise<boolean>) | undefined;
-  /** Send the reconciler an event (CONFIG, GATING, APPROVAL or TRUST). */
-  send(event: ReconcilerEvent): void;
-  /** The workspace root, canonical once started. */
-  root(): string;
-  /** The listing cache, once started. */
-  cache(): ListingCache | undefined;
-  disposing(): boolean;
-  /** The config was re-read: tokens another process stored (`mcp-reconciler auth`) count too. */
-  reread(): void;
-}
 
 /** What the reconciler was last sent: its desired map and gating. */
 export interface ReconcilerLevels {
@@ -95,35 +72,25 @@ export function reconcilerEvents(prev: ReconcilerLevels | undefined, next: Recon
  * a reconcile that finds nothing new sends nothing.
  */
 export class DesiredState {
-  private current: DesiredMap = {};
-  private gating: ComputedGating | undefined;
   private readonly runtimeServers: Record<string, ServerConfig> = {};
   private readonly sdkServers: Record<string, ServerConfig> = {};
   private lastSent: ReconcilerLevels | undefined;
   private lastIssuesKey = '[]';
-  private lastIssues: readonly ConfigIssue[] = [];
   private count = 0;
+  /** The host's `--allowed-mcp-server-names`, captured once and immutable. */
+  private readonly cliBound: readonly string[] | undefined;
 
+  /**
+   * Writes the workspace's `desired`, `gating` and `issues`; `auth` hears
+   * of every re-read (tokens another process stored count too).
+   */
   constructor(
-    private readonly deps: DesiredStateDeps,
-    sdkServers: Record<string, unknown> = {},
+    private readonly ws: Workspace,
+    private readonly auth: AuthHooks,
   ) {
-    for (const [name, instance] of Object.entries(sdkServers)) setOwn(this.sdkServers, name, { type: 'sdk', instance });
-  }
-
-  /** The desired map as last reconciled. */
-  get desired(): DesiredMap {
-    return this.current;
-  }
-
-  /** The config issues of the last read (warnings included). */
-  get issues(): readonly ConfigIssue[] {
-    return this.lastIssues;
-  }
-
-  /** The gating computed by the last reconcile. */
-  get computed(): ComputedGating | undefined {
-    return this.gating;
+    const { options } = ws;
+    for (const [name, instance] of Object.entries(options.sdkServers ?? {})) setOwn(this.sdkServers, name, { type: 'sdk', instance });
+    this.cliBound = options.cliAllowedServerNames ? Object.freeze([...options.cliAllowedServerNames]) : undefined;
   }
 
   /** How many reconciles sent something to the machines. */
@@ -133,7 +100,7 @@ export class DesiredState {
 
   /** Read every source now: the desired map, per-source settings (merged by computeGating under the reconcile's trust, SPEC §2.3) and issues. */
   async read(): Promise<{ desired: DesiredMap; settings: ScopedSettings[]; issues: ConfigIssue[] }> {
-    const { assembled } = await this.deps.reader.read({ runtime: this.runtimeServers, sdk: this.sdkServers });
+    const { assembled } = await this.ws.reader.read({ runtime: this.runtimeServers, sdk: this.sdkServers });
     return { desired: assembled.desired, settings: assembled.scopedSettings, issues: assembled.issues };
   }
 
@@ -141,19 +108,19 @@ export class DesiredState {
   async reconcile(): Promise<void> {
     const evaluated = await this.evaluate();
     if (!evaluated) return;
-    const { deps } = this;
+    const { ws } = this;
     const { desired, computed, approvals } = evaluated;
     const events = reconcilerEvents(this.lastSent, { desired, gating: computed.gating });
     if (events.length === 0) return;
     // Gating events leave the reconciler's desired map as it was: compare the next read with that.
     this.lastSent = { desired: events[0]!.type === 'CONFIG' ? desired : this.lastSent!.desired, gating: computed.gating };
-    for (const event of events) deps.send(event);
+    for (const event of events) ws.send(event);
     this.count++;
-    deps.emitter.emit('reconciled', { count: this.count, servers: Object.keys(desired) });
+    ws.emitter.emit('reconciled', { count: this.count, servers: Object.keys(desired) });
     // Strictly pending from the store (never a name diff), and only servers that would
     // otherwise connect: asking about an excluded or disabled server helps no one.
     const promptable = promptableServers(desired, approvals).filter((n) => getOwn(computed.verdicts, n) === 'pending_approval');
-    if (promptable.length > 0) deps.emitter.emit('pending-approval', { servers: promptable });
+    if (promptable.length > 0) ws.emitter.emit('pending-approval', { servers: promptable });
   }
 
   /**
@@ -167,36 +134,36 @@ export class DesiredState {
 
   /** Read every source, report new config issues, compute gating and keep the result; `undefined` once disposing. */
   private async evaluate(): Promise<{ desired: DesiredMap; computed: ComputedGating; approvals: GatingState['approvals'] } | undefined> {
-    const { deps } = this;
-    if (deps.disposing()) return undefined;
+    const { ws } = this;
+    if (ws.disposing) return undefined;
     const read = await this.read();
     const { settings, issues } = read;
-    deps.reread();
+    void this.auth.pickUpStoredTokens();
     const desired = await this.withCacheFlags(read.desired);
     issues.push(...nameCollisionIssues(desired));
-    await deps.decisions.refresh(deps.root());
-    const trusted = deps.isTrustedFolder ? await deps.isTrustedFolder() : true;
-    if (deps.disposing()) return undefined;
+    await ws.decisions.refresh(ws.root);
+    const trusted = ws.options.isTrustedFolder ? await ws.options.isTrustedFolder() : true;
+    if (ws.disposing) return undefined;
 
-    this.lastIssues = issues;
+    ws.issues = issues;
     const issuesKey = JSON.stringify(issues);
     if (issuesKey !== this.lastIssuesKey) {
       this.lastIssuesKey = issuesKey;
       if (issues.length > 0) {
-        for (const i of issues) deps.logger.warn(`${i.file}${i.line ? `:${i.line}` : ''}: ${i.message}`);
-        deps.emitter.emit('config-error', { issues });
+        for (const i of issues) ws.logger.warn(`${i.file}${i.line ? `:${i.line}` : ''}: ${i.message}`);
+        ws.emitter.emit('config-error', { issues });
       }
     }
 
-    const approvals = deps.decisions.merged(desired);
+    const approvals = ws.decisions.merged(desired);
     const computed = computeGating(desired, {
       settings,
-      ...(deps.cliBound ? { cliAllowedServerNames: deps.cliBound } : {}),
+      ...(this.cliBound ? { cliAllowedServerNames: this.cliBound } : {}),
       trusted,
       approvals,
     });
-    this.current = desired;
-    this.gating = computed;
+    ws.desired = desired;
+    ws.gating = computed;
     return { desired, computed, approvals };
   }
 
@@ -225,7 +192,7 @@ export class DesiredState {
 
   /** `desired` with `cached: true` on every entry whose fingerprint has a cached listing (read from disk once). */
   private async withCacheFlags(desired: DesiredMap): Promise<DesiredMap> {
-    const cache = this.deps.cache();
+    const cache = this.ws.cache;
     if (!cache) return desired;
     await cache.prepare(Object.values(desired).map((d) => d.fingerprint));
     const out: Record<string, DesiredServer> = {};

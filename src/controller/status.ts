@@ -1,32 +1,13 @@
-import type { Actor, AnyActorRef } from 'xstate';
 import { publicStatusOf, reasonOf, stateNameOf } from '../../machines/reason.js';
-import type { reconcilerMachine } from '../../machines/reconciler.machine.js';
-import type { DesiredMap, DesiredServer, Scope } from '../../machines/types.js';
-import { formatIssue, type ConfigIssue } from '../config/sources.js';
-import type { ComputedGating } from '../gating/compute.js';
+import type { DesiredServer } from '../../machines/types.js';
+import { formatIssue } from '../config/sources.js';
 import { transportOf } from '../config/identity.js';
 import { registeredToolName, sanitiseNamePart } from '../registry/naming.js';
-import type { ToolRegistry } from '../registry/registry.js';
 import { defineLazyTokens } from '../registry/tokens.js';
 import type { Connections } from './connections.js';
 import { describeReason, fixFor, type ReasonDetail } from './messages.js';
 import type { Reason, ServerStateName, ServerStatus } from './types.js';
-
-/** What the status view reads; getters for what changes over the controller's life. */
-export interface StatusSources {
-  /** The reconciler actor: its children are the server actors, its context remembers removed servers. */
-  actor: Pick<Actor<typeof reconcilerMachine>, 'getSnapshot' | 'subscribe'>;
-  registry: ToolRegistry;
-  connections: Connections;
-  /** The desired map as last reconciled. */
-  desired(): DesiredMap;
-  /** The gating computed by the last reconcile. */
-  gating(): ComputedGating | undefined;
-  /** The config issues of the last read. */
-  issues(): readonly ConfigIssue[];
-  /** The scope of a config file, when it is one of the sources. */
-  scopeOf(file: string): Scope | undefined;
-}
+import type { Workspace } from './workspace.js';
 
 /** A config entry the config layer refused: no actor, but a row and a reason (`config_invalid`). */
 interface RefusedEntry {
@@ -43,26 +24,19 @@ interface RefusedEntry {
  * as it was before disposal.
  */
 export class StatusView {
-  constructor(private readonly src: StatusSources) {}
+  constructor(
+    private readonly ws: Workspace,
+    private readonly connections: Connections,
+  ) {}
 
   /** Servers removed from the config (SPEC §3.1), from the reconciler's context. */
   removed(): readonly string[] {
-    return this.src.actor.getSnapshot().context.removed;
-  }
-
-  /** The live server actors by name (a Map: a name such as `toString` must not find an inherited member). */
-  serverActors(): Map<string, AnyActorRef> {
-    const children = this.src.actor.getSnapshot().children as Record<string, AnyActorRef | undefined>;
-    const out = new Map<string, AnyActorRef>();
-    for (const [id, ref] of Object.entries(children)) {
-      if (ref && (ref.getSnapshot() as { machine?: { id?: string } }).machine?.id === 'server') out.set(id, ref);
-    }
-    return out;
+    return this.ws.actor.getSnapshot().context.removed;
   }
 
   /** The state of `name`'s actor; `removed` when it has none. */
   stateOf(name: string): ServerStateName {
-    const ref = this.serverActors().get(name);
+    const ref = this.ws.server(name);
     return ref ? stateNameOf(ref.getSnapshot()) : 'removed';
   }
 
@@ -74,8 +48,8 @@ export class StatusView {
    */
   refused(): Map<string, RefusedEntry> {
     const out = new Map<string, RefusedEntry>();
-    const desired = this.src.desired();
-    for (const issue of this.src.issues()) {
+    const desired = this.ws.desired;
+    for (const issue of this.ws.issues) {
       const name = issue.server;
       if (name === undefined || issue.severity === 'warning' || Object.hasOwn(desired, name)) continue;
       const known = out.get(name);
@@ -89,16 +63,17 @@ export class StatusView {
   detailOf(name: string): ReasonDetail {
     const refused = this.refused().get(name);
     if (refused) return { source: refused.file, ...(refused.line !== undefined ? { line: refused.line } : {}) };
-    const excludedBy = this.src.gating()?.excludedBy;
+    const excludedBy = this.ws.gating?.excludedBy;
     const files = excludedBy && Object.hasOwn(excludedBy, name) ? excludedBy[name] : undefined;
     return files?.length ? { excludedBy: files } : {};
   }
 
   /** Per-server status, servers in name order; removed servers last seen and refused config entries are included. */
   rows(): ServerStatus[] {
-    const { registry, connections } = this.src;
+    const { registry } = this.ws;
+    const { connections } = this;
     const rows: ServerStatus[] = [];
-    const actors = this.serverActors();
+    const actors = this.ws.servers();
     const refused = this.refused();
     for (const [name, ref] of actors) {
       const snap = ref.getSnapshot();
@@ -139,7 +114,7 @@ export class StatusView {
       if (actors.has(name)) continue;
       rows.push(
         actorlessRow(name, {
-          scope: this.src.scopeOf(entry.file),
+          scope: this.ws.reader.sources.find((s) => s.path === entry.file)?.scope,
           source: entry.file,
           ...(entry.line !== undefined ? { line: entry.line } : {}),
           state: 'config_invalid',
@@ -158,7 +133,7 @@ export class StatusView {
 
   /** The last error of a live server actor, from its context (the controller reports its errors there). */
   lastErrorOf(name: string): string | undefined {
-    const ref = this.serverActors().get(name);
+    const ref = this.ws.server(name);
     if (!ref) return this.refused().get(name)?.error;
     return (ref.getSnapshot().context as { lastError?: string } | undefined)?.lastError;
   }
@@ -169,7 +144,7 @@ export class StatusView {
    * for one removed from the config; `undefined` when fine or unknown.
    */
   unavailableReason(server: string): Reason | undefined {
-    const ref = this.serverActors().get(server);
+    const ref = this.ws.server(server);
     if (ref) return reasonOf(ref.getSnapshot());
     if (this.refused().has(server)) return 'config_invalid';
     return this.removed().includes(server) ? 'removed' : undefined;
@@ -177,9 +152,9 @@ export class StatusView {
 
   /** The configured (or removed) server a `mcp__<server>__<tool>` name belongs to, by the longest matching sanitised prefix. */
   serverOfTool(toolName: string): string | undefined {
-    const registered = this.src.registry.getTool(toolName);
+    const registered = this.ws.registry.getTool(toolName);
     if (registered) return registered.server;
-    const known = new Set([...this.serverActors().keys(), ...this.removed(), ...Object.keys(this.src.desired()), ...this.refused().keys()]);
+    const known = new Set([...this.ws.servers().keys(), ...this.removed(), ...Object.keys(this.ws.desired), ...this.refused().keys()]);
     let best: string | undefined;
     for (const name of known) {
       if (toolName.startsWith(`mcp__${sanitiseNamePart(name)}__`) && (!best || name.length > best.length)) best = name;
@@ -189,11 +164,11 @@ export class StatusView {
 
   /** A sentence for the model or the user: which server a tool belongs to, why it is unavailable, and what fixes it. */
   toolUnavailableMessage(toolName: string): string {
-    const { registry } = this.src;
+    const { registry } = this.ws;
     const registered = registry.getTool(toolName);
     const server = this.serverOfTool(toolName);
     if (!server) {
-      const servers = Object.keys(this.src.desired());
+      const servers = Object.keys(this.ws.desired);
       return `Tool ${toolName} is not provided by any configured MCP server${servers.length ? ` (configured: ${servers.join(', ')})` : ''}. Check the name with \`mcp-reconciler tools\`.`;
     }
     const reason = this.unavailableReason(server);
@@ -203,7 +178,7 @@ export class StatusView {
       const detail = this.detailOf(server);
       return `Tool ${toolName} is unavailable: MCP server "${server}" ${describeReason(reason, detail)}${cause ? ` (last error: ${cause})` : ''}. To fix: ${fixFor(reason, server, undefined, detail)}.`;
     }
-    const ref = this.serverActors().get(server);
+    const ref = this.ws.server(server);
     const state = ref ? stateNameOf(ref.getSnapshot()) : undefined;
     if (state === 'dormant' && registered) {
       return `Tool ${toolName} is available: MCP server "${server}" is dormant (not running, tools from its listing cache); the first call starts it.`;
