@@ -9,7 +9,6 @@ import { formatForPath, formats, isVscodeShaped, type ConfigFormat } from './for
 import { checkConfigSize, isSyntaxProblem, MAX_CONFIG_BYTES, parseText, type ParsedText } from './parse.js';
 import { getOwn, setOwn } from '../util/own.js';
 import { checkExpandedEntry, validateServerEntry, type EntryProblem } from './schema.js';
-import { followExtraWatchPaths, type WatchedFileSet } from './watch-paths.js';
 import { formatFieldPath } from './field-path.js';
 import { isYamlPath, type ConfigIssue, type ConfigSource } from './sources.js';
 
@@ -108,12 +107,6 @@ export interface LoadOptions {
   resolveInput?: InputResolver;
   /** The user's home, for `${userHome}` and `~/`; default `env.HOME`. */
   home?: string;
-  /**
-   * The watcher of a running controller (`loadSource` only): the source's
-   * {@link LoadedSource.extraWatchPaths} are added to it, so that editing an
-   * env file reloads like editing the config file does.
-   */
-  watcher?: WatchedFileSet | undefined;
 }
 
 /** An input or host variable a file needs and nothing answered yet. */
@@ -417,13 +410,6 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
  * issue; an unreadable one is `fatal`. Never throws.
  */
 export async function loadSource(source: ConfigSource, env: NodeJS.ProcessEnv, options: LoadOptions = {}): Promise<LoadedSource> {
-  const result = await readAndParse(source, env, options);
-  // A file that does not parse keeps its last good servers in the controller, so it keeps their extra paths too.
-  if (options.watcher !== undefined && !result.fatal) await followExtraWatchPaths(options.watcher, source.path, result.extraWatchPaths ?? []);
-  return result;
-}
-
-async function readAndParse(source: ConfigSource, env: NodeJS.ProcessEnv, options: LoadOptions): Promise<LoadedSource> {
   let text: string;
   try {
     // Refuse an oversized file without reading it; parseText checks again what was read.

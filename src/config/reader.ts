@@ -4,11 +4,15 @@ import type { FormatName } from './formats.js';
 import { loadSource, parseSourceText, type InputResolver, type LoadedSource } from './load.js';
 import type { Preset } from './presets.js';
 import type { ConfigSource } from './sources.js';
-import type { WatchedFileSet } from './watch-paths.js';
 import { getOwn, setOwn } from '../util/own.js';
 
 /** The `path` of a `--config` source given as inline JSON text rather than a file. */
 export const INLINE_SOURCE_PATH = 'inline';
+
+/** Whether `s` is a `--config` given as inline JSON text: it has no file. */
+function isInlineSource(s: ConfigSource): boolean {
+  return s.path === INLINE_SOURCE_PATH && s.scope === 'cli';
+}
 
 /** Whether a `--config` value is inline JSON rather than a file path. */
 export function isInlineConfig(value: string): boolean {
@@ -62,7 +66,7 @@ export function configSources(o: SourceSelection): ConfigSource[] {
     const inline = o.inline === true && isInlineConfig(file);
     list.push({ scope: 'cli', path: inline ? INLINE_SOURCE_PATH : file, root: o.root, ...(o.configFormat !== undefined ? { format: o.configFormat } : {}) });
   }
-  return list.map((s) => (s.path === INLINE_SOURCE_PATH && s.scope === 'cli' ? s : { ...s, path: path.resolve(o.root, s.path) }));
+  return list.map((s) => (isInlineSource(s) ? s : { ...s, path: path.resolve(o.root, s.path) }));
 }
 
 /** Identifies a source: one file may hold several (Claude Code's user and local scopes). */
@@ -76,6 +80,21 @@ export interface ConfigRead {
   loaded: LoadedSource[];
   /** The merged desired map, per-source settings and issues. */
   assembled: AssembledConfig;
+  /**
+   * Every file this read depends on, for a watcher (docs/presets.md): each
+   * source file, then the other files their servers were read from
+   * (`envFile`, `{file:…}`, `.vscode/settings.json`), also when missing. A
+   * file that does not parse keeps its last good servers, and so their paths.
+   */
+  watchPaths: string[];
+}
+
+/** The sources' own files first, then every other file they read, sorted, each once. */
+function watchPathsOf(sources: readonly ConfigSource[], loaded: readonly LoadedSource[]): string[] {
+  const own = [...new Set(sources.filter((s) => !isInlineSource(s)).map((s) => s.path))];
+  const seen = new Set(own);
+  const extra = [...new Set(loaded.flatMap((l) => l.extraWatchPaths ?? []))].filter((p) => !seen.has(p)).sort();
+  return [...own, ...extra];
 }
 
 /** How a {@link ConfigReader} reads its sources. */
@@ -87,11 +106,6 @@ export interface ConfigReaderOptions {
   resolveInput?: InputResolver;
   /** The texts of the inline sources ({@link INLINE_SOURCE_PATH}), in source order. */
   inline?: readonly string[];
-  /**
-   * The running config watcher, if any: each source's `extraWatchPaths`
-   * (`envFile`, `{file:…}`) are added to it, so editing them reloads too (watch-paths.ts).
-   */
-  watcher?: () => WatchedFileSet | undefined;
 }
 
 /**
@@ -117,13 +131,13 @@ export class ConfigReader {
     let nextInline = 0;
     const fresh = await Promise.all(
       this.options.sources.map((s) =>
-        s.path === INLINE_SOURCE_PATH && s.scope === 'cli'
+        isInlineSource(s)
           ? Promise.resolve(parseSourceText(inline[nextInline++] ?? '', s, env, { ...(home !== undefined ? { home } : {}) }))
-          : loadSource(s, env, { ...(home !== undefined ? { home } : {}), resolveInput, watcher: this.options.watcher?.() }),
+          : loadSource(s, env, { ...(home !== undefined ? { home } : {}), resolveInput }),
       ),
     );
     const loaded = fresh.map((f) => this.withLastGood(f));
-    return { loaded, assembled: assemble(loaded, extra) };
+    return { loaded, assembled: assemble(loaded, extra), watchPaths: watchPathsOf(this.options.sources, loaded) };
   }
 
   private withLastGood(fresh: LoadedSource): LoadedSource {

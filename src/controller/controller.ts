@@ -15,7 +15,7 @@ import { defaultProcessStatePath, ProcessTracker } from '../connection/processes
 import { defaultLogDir, readServerLog, ServerLogWriter, type LogRecord, type ReadLogOptions } from './server-logs.js';
 import { ToolRegistry, type RegisteredPrompt, type RegisteredTool } from '../registry/registry.js';
 import { defaultListingCacheDir, ListingCache } from '../cache/listing-cache.js';
-import { watchConfigFiles, type ConfigWatcher } from '../watch/config-watcher.js';
+import { watchConfigFiles } from '../watch/config-watcher.js';
 import { ReloadCoalescer } from '../watch/coalescer.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import type { AuthorizeOptions } from '../auth/manager.js';
@@ -79,7 +79,6 @@ export class McpController {
   private readonly transitionKeys = new Map<string, string>();
   /** The config → machines side: desired map, gating, runtime servers. */
   private readonly state: DesiredState;
-  private watcher: ConfigWatcher | undefined;
   private started: Promise<void> | undefined;
   private disposing: Promise<void> | undefined;
   /** OAuth of the remote servers (docs/oauth.md) and the wake-ups it causes. */
@@ -129,7 +128,6 @@ export class McpController {
         }),
         env,
         ...(options.resolveInput ? { resolveInput: options.resolveInput } : {}),
-        watcher: () => this.watcher,
       }),
       decisions: new Decisions(
         typeof options.approvals === 'object' ? options.approvals : new FileApprovalStore(options.approvals ?? defaultApprovalsPath(env)),
@@ -239,8 +237,9 @@ export class McpController {
       const storePath = this.ws.decisions.store.path;
       // The token store too: tokens stored by `mcp-reconciler auth` in another terminal wake servers in needs_auth.
       const tokenPath = this.auth.store.path;
-      this.watcher = watchConfigFiles({
-        files: [...this.ws.reader.sources.map((s) => s.path), ...(storePath ? [storePath] : []), ...(tokenPath ? [tokenPath] : [])],
+      this.ws.storePaths = [...(storePath ? [storePath] : []), ...(tokenPath ? [tokenPath] : [])];
+      const watcher = watchConfigFiles({
+        files: [...this.ws.reader.sources.map((s) => s.path), ...this.ws.storePaths],
         debounceMs: this.options.debounceMs ?? 300,
         onChange: () => {
           this.coalescer.request().catch((err) => this.ws.logger.error(`reload failed: ${describeError(err)}`));
@@ -248,7 +247,8 @@ export class McpController {
         },
         onError: (err) => this.ws.logger.warn(`config watcher: ${err.message}`),
       });
-      await this.watcher.ready;
+      this.ws.watcher = watcher;
+      await watcher.ready;
     }
     await this.coalescer.request();
     if (this.disposing) return;
@@ -279,7 +279,7 @@ export class McpController {
 
   private async doDispose(): Promise<void> {
     this.coalescer.dispose();
-    await this.watcher?.close().catch(() => undefined);
+    await this.ws.watcher?.close().catch(() => undefined);
     if (this.actor.getSnapshot().status === 'active') this.actor.send({ type: 'DISPOSE' });
     // Every close, including those the machines started on their way out and an
     // HTTP session DELETE, is over before dispose() resolves.

@@ -99,9 +99,9 @@ export class DesiredState {
   }
 
   /** Read every source now: the desired map, per-source settings (merged by computeGating under the reconcile's trust, SPEC §2.3) and issues. */
-  async read(): Promise<{ desired: DesiredMap; settings: ScopedSettings[]; issues: ConfigIssue[] }> {
-    const { assembled } = await this.ws.reader.read({ runtime: this.runtimeServers, sdk: this.sdkServers });
-    return { desired: assembled.desired, settings: assembled.scopedSettings, issues: assembled.issues };
+  async read(): Promise<{ desired: DesiredMap; settings: ScopedSettings[]; issues: ConfigIssue[]; watchPaths: string[] }> {
+    const { assembled, watchPaths } = await this.ws.reader.read({ runtime: this.runtimeServers, sdk: this.sdkServers });
+    return { desired: assembled.desired, settings: assembled.scopedSettings, issues: assembled.issues, watchPaths };
   }
 
   /** One level-based reconcile: read everything, send the machines the difference. */
@@ -138,6 +138,8 @@ export class DesiredState {
     if (ws.disposing) return undefined;
     const read = await this.read();
     const { settings, issues } = read;
+    // An edit to an env file the config reads reloads like a save of the config file itself.
+    await ws.watch(read.watchPaths);
     void this.auth.pickUpStoredTokens();
     const desired = await this.withCacheFlags(read.desired);
     issues.push(...nameCollisionIssues(desired));

@@ -8,6 +8,7 @@ import type { ConfigIssue } from '../config/sources.js';
 import { workspaceRoots, type ClientFeatures } from '../connection/client-capabilities.js';
 import type { ProcessTracker } from '../connection/processes.js';
 import type { ComputedGating } from '../gating/compute.js';
+import type { ConfigWatcher } from '../watch/config-watcher.js';
 import type { ToolRegistry } from '../registry/registry.js';
 import type { Root } from '@modelcontextprotocol/sdk/types.js';
 import type { Decisions } from './decisions.js';
@@ -66,6 +67,10 @@ export class Workspace implements WorkspaceParts {
   gating: ComputedGating | undefined;
   /** The config issues of the last read, warnings included (written by `DesiredState`). */
   issues: readonly ConfigIssue[] = [];
+  /** The config watcher, while watching (written by the controller). */
+  watcher: ConfigWatcher | undefined;
+  /** Files watched besides the config: the approvals and token stores (written by the controller). */
+  storePaths: string[] = [];
   /** Roots offered to servers; `undefined` for the workspace root (written by `setRoots`). */
   roots: Root[] | undefined;
   private reconciler: Actor<typeof reconcilerMachine> | undefined;
@@ -130,6 +135,19 @@ export class Workspace implements WorkspaceParts {
       ...(options.onSampling ? { onSampling: options.onSampling } : {}),
       ...(options.roots === false ? {} : { roots: () => this.roots ?? workspaceRoots(this.root) }),
     };
+  }
+
+  /**
+   * Watch `configPaths` (what the last config read depended on: its files,
+   * env files, …) and the stores; resolves once the watches are in place. A
+   * watcher error is left to the watcher's own `onError`.
+   */
+  async watch(configPaths: readonly string[]): Promise<void> {
+    const watcher = this.watcher;
+    if (!watcher) return;
+    const next = [...new Set([...configPaths, ...this.storePaths])];
+    if (next.join('\n') === watcher.files().join('\n')) return;
+    await watcher.setFiles(next).catch(() => undefined);
   }
 
   /** Tell `client-update` listeners (dashboard, watch view, gateway) that something they show changed. */

@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadSource } from '../../src/config/load.js';
-import { followExtraWatchPaths } from '../../src/config/watch-paths.js';
+import { ConfigReader } from '../../src/config/reader.js';
 import { watchConfigFiles, type ConfigWatcher } from '../../src/watch/config-watcher.js';
 import { Harness } from '../controller/support.js';
 
@@ -36,15 +36,23 @@ describe('extraWatchPaths', () => {
     expect(o.extraWatchPaths).toEqual([join(ws.root, 'secrets', 'token')]);
   });
 
-  it('followExtraWatchPaths adds them to the watcher after its own files, and drops a source\'s paths when it has none', async () => {
-    let files = ['/ws/.mcp.json', '/approvals.json'];
-    const given: string[][] = [];
-    const fake = { files: () => [...files], setFiles: async (next: string[]) => void given.push((files = next)) };
-    await followExtraWatchPaths(fake, '/ws/.vscode/mcp.json', ['/ws/b.env', '/ws/a.env']);
-    await followExtraWatchPaths(fake, '/ws/.vscode/mcp.json', ['/ws/a.env', '/ws/b.env']);
-    expect(given).toEqual([['/ws/.mcp.json', '/approvals.json', '/ws/a.env', '/ws/b.env']]);
-    await followExtraWatchPaths(fake, '/ws/.vscode/mcp.json', []);
-    expect(files).toEqual(['/ws/.mcp.json', '/approvals.json']);
+  it('the reader returns them after the sources\' own files, each once, and keeps a broken file\'s last good ones', async () => {
+    const ws = h.workspace();
+    const vscode = join(ws.root, '.vscode', 'mcp.json');
+    const mcp = join(ws.root, '.mcp.json');
+    write(vscode, JSON.stringify({ servers: { a: { command: 'x', envFile: 'b.env' }, b: { command: 'x', envFile: 'a.env' } } }));
+    const reader = new ConfigReader({
+      sources: [
+        { scope: 'project', path: mcp, root: ws.root },
+        { scope: 'workspace', path: vscode, format: 'vscode', root: ws.root },
+      ],
+      env: {},
+    });
+    expect((await reader.read()).watchPaths).toEqual([mcp, vscode, join(ws.root, 'a.env'), join(ws.root, 'b.env')]);
+    write(vscode, '{ not json');
+    expect((await reader.read()).watchPaths).toEqual([mcp, vscode, join(ws.root, 'a.env'), join(ws.root, 'b.env')]);
+    write(vscode, JSON.stringify({ servers: { a: { command: 'x' } } }));
+    expect((await reader.read()).watchPaths).toEqual([mcp, vscode]);
   });
 
   it('with a real watcher, editing the env file is reported as a change', async () => {
@@ -58,7 +66,8 @@ describe('extraWatchPaths', () => {
     const watcher = watchConfigFiles({ files: [vscode], debounceMs: 50, onChange: (files) => changed(files) });
     watchers.push(watcher);
     await watcher.ready;
-    await loadSource({ scope: 'workspace', path: vscode, format: 'vscode', root: ws.root }, {}, { watcher });
+    const { watchPaths } = await new ConfigReader({ sources: [{ scope: 'workspace', path: vscode, format: 'vscode', root: ws.root }], env: {} }).read();
+    await watcher.setFiles(watchPaths);
     expect(watcher.files()).toEqual([vscode, envFile]);
     write(envFile, 'A=2\n');
     expect(await seen).toEqual([envFile]);
