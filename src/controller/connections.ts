@@ -12,7 +12,7 @@ import type { DesiredServer } from '../../machines/types.js';
 import type { CachedListing } from '../cache/listing-cache.js';
 import type { ServerLogWriter } from './server-logs.js';
 import { openConnection, type ConnectionEvent, type ConnectOptions, type LiveConnection } from '../connection/connect.js';
-import { ownCpuTicks, processTreeCpuTicks } from '../connection/processes.js';
+import { ownCpuTicks, processTreeCpuTicks } from '../connection/process-groups.js';
 import { ResourceSubscriptions } from '../connection/subscriptions.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { transportOf } from '../config/identity.js';

@@ -1,0 +1,210 @@
+/**
+ * Inspecting and signalling process groups (SPEC §8.2): whether a group still
+ * runs (zombies nobody reaps do not count), who a process is (start time and
+ * command line, so a recycled PID is never mistaken for ours), and the CPU
+ * time a process tree used. Linux reads /proc; other Unixes ask `ps`.
+ */
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+export const DEFAULT_GRACE_MS = 2_000;
+/** SIGKILL cannot be ignored; this bound only keeps a process stuck in the kernel from hanging dispose. */
+export const AFTER_KILL_WAIT_MS = 5_000;
+export const POLL_MS = 20;
+
+// Ref'd on purpose: whoever awaits a kill must not see the process exit under it
+// with the group still alive (a CLI disposing on its way out).
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Send `signal` to the group led by `pid`, or to `pid` alone when it leads no
+ * group (a child spawned without `detached`) and has not exited — a reaped
+ * PID may already belong to someone else. Never throws.
+ */
+export function signalGroup(pid: number, signal: NodeJS.Signals, child?: ChildProcess): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    if (child && (child.exitCode !== null || child.signalCode !== null)) return;
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Process state letter from /proc, or undefined when unreadable (gone). */
+function procState(pid: number): { state: string; pgrp: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: fields[0] ?? '', pgrp: Number(fields[2]) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** utime + stime of one process in clock ticks, from /proc (Linux); undefined when gone or not Linux. */
+export function ownCpuTicks(pid: number): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 14 and 15 of stat(5), counted from `state` (field 3) here.
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Direct children of `pid`, from every thread's /proc children list, or only
+ * the main thread's (`threads: 'main'`: one read instead of one per thread).
+ */
+function childrenOf(pid: number, threads: 'all' | 'main'): number[] {
+  const out: number[] = [];
+  let tasks: string[];
+  try {
+    tasks = threads === 'main' ? [String(pid)] : readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tasks) {
+    try {
+      for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ')) {
+        if (child.trim() !== '') out.push(Number(child));
+      }
+    } catch {
+      // thread ended meanwhile, or a kernel without the children file
+    }
+  }
+  return out;
+}
+
+/**
+ * CPU time (user + system, in clock ticks) used so far by `pid` and its live
+ * descendants, so a launcher (`npx`, a shell) counts the work of the server it
+ * started. Undefined when `pid` is gone or /proc is unavailable (not Linux).
+ * `threads: 'main'` follows only children forked by each process's main
+ * thread — what launchers written in Node, Python, Rust or sh do — at one
+ * /proc read per process instead of one per thread (a Node process has ~10).
+ */
+export function processTreeCpuTicks(pid: number, threads: 'all' | 'main' = 'all'): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  const own = ownCpuTicks(pid);
+  if (own === undefined) return undefined;
+  let total = own;
+  const queue = childrenOf(pid, threads);
+  for (let seen = 0; queue.length > 0 && seen < 256; seen++) {
+    const next = queue.shift()!;
+    total += ownCpuTicks(next) ?? 0;
+    queue.push(...childrenOf(next, threads));
+  }
+  return total;
+}
+
+export function isZombie(state: string): boolean {
+  return state === 'Z' || state === 'X';
+}
+
+/** Whether any process of the group `pgid` is still running (zombies nobody reaps do not count). */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  if (process.platform !== 'linux') return true;
+  // A running leader settles it without a scan of every process.
+  const leader = procState(pgid);
+  if (leader && leader.pgrp === pgid && !isZombie(leader.state)) return true;
+  // kill(-pgid, 0) also succeeds for zombies; in a container whose PID 1 does
+  // not reap, orphaned zombies would otherwise keep the group "alive" forever.
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return true;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const info = procState(Number(entry));
+    if (info && info.pgrp === pgid && !isZombie(info.state)) return true;
+  }
+  return false;
+}
+
+export function pidRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const info = procState(pid);
+  return info === undefined ? process.platform !== 'linux' : !isZombie(info.state);
+}
+
+/** Who a process is: its start time (unique per PID across recycling) and command line. */
+export interface ProcessIdentity {
+  /** Boot id + start time on Linux, `ps` start time elsewhere. */
+  start: string;
+  /** argv as the kernel reports it (one element holding the whole line from `ps`). */
+  cmdline: string[];
+  /** Process group id, when known. */
+  pgrp?: number;
+}
+
+let bootId: string | undefined;
+
+function linuxBootId(): string {
+  if (bootId === undefined) {
+    try {
+      bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    } catch {
+      bootId = '';
+    }
+  }
+  return bootId;
+}
+
+/**
+ * The identity of a live process (Linux: /proc; macOS and other Unixes: `ps`),
+ * or undefined when it does not exist, is a zombie, or cannot be inspected.
+ */
+export function processIdentity(pid: number): ProcessIdentity | undefined {
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  if (process.platform === 'linux') {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (isZombie(fields[0] ?? '')) return undefined;
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (cmdline.at(-1) === '') cmdline.pop();
+      // Field 22 of stat(5): start time in clock ticks after boot.
+      return { start: `${linuxBootId()}:${fields[19]}`, cmdline, pgrp: Number(fields[2]) };
+    } catch {
+      return undefined;
+    }
+  }
+  if (process.platform === 'win32') return undefined;
+  try {
+    const out = execFileSync('ps', ['-ww', '-o', 'pgid=,stat=,lstart=,command=', '-p', String(pid)], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    // "<pgid> <stat> <Day Mon dd hh:mm:ss yyyy> <command…>"
+    const m = /^(\d+)\s+(\S+)\s+(\S+\s+\S+\s+\d+\s+[\d:]+\s+\d+)\s+(.*)$/.exec(out);
+    if (!m || m[2]!.startsWith('Z')) return undefined;
+    return { start: m[3]!, cmdline: [m[4]!], pgrp: Number(m[1]) };
+  } catch {
+    return undefined;
+  }
+}
+
+export function sameIdentity(a: ProcessIdentity, b: { start: string; cmdline: readonly string[] }): boolean {
+  return a.start === b.start && a.cmdline.length === b.cmdline.length && a.cmdline.every((arg, i) => arg === b.cmdline[i]);
+}
+
