@@ -4,7 +4,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import type { ServerConfig } from '../../machines/types.js';
 import { ErrorCode } from '../errors.js';
-import { expandServerConfig } from './expand.js';
+import { expandServerConfig, type ExpandContext } from './expand.js';
 import { formatForPath, formats, isVscodeShaped, type ConfigFormat } from './formats.js';
 import { checkConfigSize, isSyntaxProblem, MAX_CONFIG_BYTES, parseText, type ParsedText } from './parse.js';
 import { getOwn, setOwn } from '../util/own.js';
@@ -239,6 +239,27 @@ function unsetMessage(variable: string, format: ConfigFormat, inputs: Map<string
   return `\${${variable}} is not set and has no default (set it, or write \${${variable}:-default}); server skipped`;
 }
 
+/** What reading one file's entries shares: the file, where its results and issues go. */
+interface FileReading {
+  source: ConfigSource;
+  file: string;
+  format: ConfigFormat;
+  env: NodeJS.ProcessEnv;
+  inputs: Map<string, InputSpec>;
+  hostVariables: Set<string>;
+  expandContext: ExpandContext;
+  servers: Record<string, ServerConfig>;
+  issues: ConfigIssue[];
+  pending: Map<string, PendingInput>;
+  secrets: Set<string>;
+  /** Files read besides this one (`extraWatchPaths`). */
+  watched: Set<string>;
+  /** `server.key` of every key the host does not know. */
+  unknown: string[];
+  /** Report problem `p` of the value at `path` (inside the source's object). */
+  issueAt(path: (string | number)[], server: string | undefined, p: EntryProblem, code?: ErrorCode, severity?: 'warning'): void;
+}
+
 function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJS.ProcessEnv, options: LoadOptions): LoadedSource {
   const file = source.path;
   const byName = source.format !== undefined ? formats[source.format] : formats[formatForPath(file) ?? 'default'];
@@ -253,13 +274,48 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
   // issues still point into the whole file.
   const root = source.at === undefined ? top : descend(top, source.at);
   const atPath: string[] = source.at === undefined ? [] : [...source.at];
+  const reading = startReading(source, root, env, options, (path, server, p, code = ErrorCode.ConfigInvalid, severity) => {
+    const pos = parsed.locate([...atPath, ...path, ...p.path]);
+    reading.issues.push({ file, line: pos?.line, column: pos?.column, server, field: formatFieldPath(p.path), message: p.message, code, ...(severity ? { severity } : {}) });
+  });
+  const { format, issues, servers, pending, secrets, watched } = reading;
+
+  // `--config FILE` without a format reads `mcpServers`; `servers` is VS Code's key (SPEC §2.1).
+  const cliDefault = format === formats.default && source.format === undefined && source.keys === undefined && source.scope === 'cli';
+  const keys = source.keys ?? (cliDefault ? ['mcpServers'] : format.keys);
+  if (cliDefault && isPlainObject(root.servers)) {
+    reading.issueAt(['servers'], undefined, {
+      path: [],
+      message: '`servers` is VS Code\'s key and this file is not VS Code-shaped (no "inputs"), so its servers are not loaded: rename it to `mcpServers`, or load the file with the vscode preset',
+    }, ErrorCode.ConfigInvalid, 'warning');
+  }
+  readServerBlocks(reading, root, keys);
+  const unknownKeys = unknownKeysIssue(reading);
+  if (unknownKeys) issues.push(unknownKeys);
+  return {
+    source,
+    exists: true,
+    servers,
+    settings: readSettings(root, parsed, atPath, file, issues),
+    issues,
+    fatal: false,
+    ...(pending.size > 0 ? { pendingInputs: [...pending.values()] } : {}),
+    ...(secrets.size > 0 ? { secrets: [...secrets] } : {}),
+    ...(watched.size > 0 ? { extraWatchPaths: [...watched].sort() } : {}),
+  };
+}
+
+/** The state of reading `root` (the source's object): its format, and how variables expand in it. */
+function startReading(
+  source: ConfigSource,
+  root: Record<string, unknown>,
+  env: NodeJS.ProcessEnv,
+  options: LoadOptions,
+  issueAt: FileReading['issueAt'],
+): FileReading {
+  const file = source.path;
   const format = formatOf(source, root);
-  const issues: ConfigIssue[] = [];
-  const servers: Record<string, ServerConfig> = {};
-  const pending = new Map<string, PendingInput>();
   const secrets = new Set<string>();
-  // Server names are user data: `__proto__`, `constructor` and friends are names like any other.
-  const seen = new Map<string, string>();
   const home = options.home ?? (typeof env.HOME === 'string' ? env.HOME : undefined);
   const inputs = declaredInputs(root, file);
   const answers = options.answers ?? {};
@@ -273,7 +329,7 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
     return settingsLookup(key);
   };
   const fileDir = dirname(file);
-  const expandContext = {
+  const expandContext: ExpandContext = {
     env,
     builtins,
     syntax: format.variables,
@@ -292,116 +348,125 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
       return readSmallFile(full);
     },
   };
-  const unknown: string[] = [];
-
-  const issueAt = (path: (string | number)[], server: string | undefined, p: EntryProblem, code: ErrorCode = ErrorCode.ConfigInvalid, severity?: 'warning') => {
-    const pos = parsed.locate([...atPath, ...path, ...p.path]);
-    issues.push({ file, line: pos?.line, column: pos?.column, server, field: formatFieldPath(p.path), message: p.message, code, ...(severity ? { severity } : {}) });
+  return {
+    source,
+    file,
+    format,
+    env,
+    inputs,
+    hostVariables,
+    expandContext,
+    servers: {},
+    issues: [],
+    pending: new Map(),
+    secrets,
+    watched,
+    unknown: [],
+    issueAt,
   };
+}
 
-  // `--config FILE` without a format reads `mcpServers`; `servers` is VS Code's key (SPEC §2.1).
-  const cliDefault = format === formats.default && source.format === undefined && source.keys === undefined && source.scope === 'cli';
-  const keys = source.keys ?? (cliDefault ? ['mcpServers'] : format.keys);
-  if (cliDefault && isPlainObject(root.servers)) {
-    issueAt(['servers'], undefined, {
-      path: [],
-      message: '`servers` is VS Code\'s key and this file is not VS Code-shaped (no "inputs"), so its servers are not loaded: rename it to `mcpServers`, or load the file with the vscode preset',
-    }, ErrorCode.ConfigInvalid, 'warning');
-  }
-
+/** Read the server entries under each of `keys` of `root`; a name defined under two keys keeps the first. */
+function readServerBlocks(reading: FileReading, root: Record<string, unknown>, keys: readonly string[]): void {
+  // Server names are user data: `__proto__`, `constructor` and friends are names like any other.
+  const seen = new Map<string, string>();
   for (const key of keys) {
     const block = root[key];
     if (block === undefined || block === null) continue;
     if (!isPlainObject(block)) {
-      issueAt([key], undefined, { path: [], message: `\`${key}\` must be an object mapping server names to configs; ignored` });
+      reading.issueAt([key], undefined, { path: [], message: `\`${key}\` must be an object mapping server names to configs; ignored` });
       continue;
     }
     for (const [name, raw] of Object.entries(block)) {
       const at = [key, name];
       if (name.trim() === '') {
-        issueAt(at, name, { path: [], message: 'a server name must not be empty' });
+        reading.issueAt(at, name, { path: [], message: 'a server name must not be empty' });
         continue;
       }
       const earlier = seen.get(name);
       if (earlier !== undefined) {
-        issueAt(at, name, { path: [], message: `is also defined under \`${earlier}\` in the same file; this one is ignored` });
+        reading.issueAt(at, name, { path: [], message: `is also defined under \`${earlier}\` in the same file; this one is ignored` });
         continue;
       }
       seen.set(name, key);
-      if (!isPlainObject(raw)) {
-        issueAt(at, name, { path: [], message: `must be an object, got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}` });
-        continue;
-      }
-      const normalized = format.normalize(raw, { env });
-      for (const k of normalized.unknown) unknown.push(`${name}.${k}`);
-      for (const p of normalized.problems) issueAt(at, name, p);
-      for (const p of normalized.notes) issueAt(at, name, p, ErrorCode.ConfigInvalid, 'warning');
-      if (normalized.entry === undefined) continue;
-      const { envFile, ...entry } = normalized.entry;
-      if (envFile !== undefined && (typeof envFile !== 'string' || envFile === '')) {
-        issueAt(at, name, { path: ['envFile'], message: 'must be the path of an env file' });
-        continue;
-      }
-      const validated = validateServerEntry(entry);
-      if (!validated.ok) {
-        for (const p of validated.problems) issueAt(at, name, p);
-        continue;
-      }
-      const expanded = expandServerConfig({ ...validated.config, ...(envFile !== undefined ? { envFile } : {}) }, expandContext);
-      if (expanded.missing.length > 0) {
-        for (const m of expanded.missing) {
-          const id = m.variable.startsWith('input:') ? m.variable.slice(6) : m.variable;
-          const spec = m.variable.startsWith('input:') ? inputs.get(id) : hostVariables.has(m.variable) ? { type: 'hostVariable', file } : undefined;
-          if (spec !== undefined) pending.set(m.variable, { variable: m.variable, id, spec });
-          issueAt(at, name, { path: m.path, message: unsetMessage(m.variable, format, inputs, source.root) }, ErrorCode.ConfigUnsetVariable);
-        }
-        continue;
-      }
-      const config = expanded.config;
-      if (config.envFile !== undefined) {
-        // VS Code and Cursor load the file, then `env` wins over it. The path stays on the
-        // entry (absolute) so that `config` and approval prompts show where env came from.
-        const full = resolve(source.root ?? fileDir, config.envFile);
-        config.envFile = full;
-        watched.add(full);
-        const loaded = readEnvFile(full);
-        if ('error' in loaded) {
-          issueAt(at, name, { path: ['envFile'], message: `${full} ${loaded.error}, so ${format.host} cannot start this server: create it or fix the path; server skipped` });
-          continue;
-        }
-        const merged: Record<string, string> = { ...loaded.env };
-        for (const [k, v] of Object.entries(config.env ?? {})) setOwn(merged, k, v);
-        config.env = merged;
-      }
-      const late = checkExpandedEntry(config);
-      if (late.length > 0) {
-        for (const p of late) issueAt(at, name, p);
-        continue;
-      }
-      if (config.cwd !== undefined && !isAbsolute(config.cwd)) config.cwd = resolve(dirname(file), config.cwd);
-      setOwn(servers, name, config);
+      const config = readServerEntry(reading, at, name, raw);
+      if (config !== undefined) setOwn(reading.servers, name, config);
     }
   }
-  if (unknown.length > 0) {
-    // Bounded: a file with thousands of stray keys still gets one short line.
-    const shown = unknown.length > MAX_NAMED_KEYS ? `${unknown.slice(0, MAX_NAMED_KEYS).join(', ')} and ${unknown.length - MAX_NAMED_KEYS} more` : unknown.join(', ');
-    issues.push({
-      file,
-      message: `${format.host} does not know ${unknown.length === 1 ? 'this key' : 'these keys'}, so ${unknown.length === 1 ? 'it is' : 'they are'} ignored: ${shown}; remove or rename ${unknown.length === 1 ? 'it' : 'them'}`,
-      code: ErrorCode.ConfigInvalid,
-      severity: 'warning',
-    });
+}
+
+/**
+ * One server entry, read the way the file's host reads it: normalized,
+ * validated, variables expanded, its `envFile` loaded under `env`, a relative
+ * `cwd` resolved against the file. `undefined`, with issues, when the host
+ * would refuse it or a variable it needs is unset.
+ */
+function readServerEntry(reading: FileReading, at: string[], name: string, raw: unknown): ServerConfig | undefined {
+  const { file, format, source } = reading;
+  if (!isPlainObject(raw)) {
+    reading.issueAt(at, name, { path: [], message: `must be an object, got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}` });
+    return undefined;
   }
+  const normalized = format.normalize(raw, { env: reading.env });
+  for (const k of normalized.unknown) reading.unknown.push(`${name}.${k}`);
+  for (const p of normalized.problems) reading.issueAt(at, name, p);
+  for (const p of normalized.notes) reading.issueAt(at, name, p, ErrorCode.ConfigInvalid, 'warning');
+  if (normalized.entry === undefined) return undefined;
+  const { envFile, ...entry } = normalized.entry;
+  if (envFile !== undefined && (typeof envFile !== 'string' || envFile === '')) {
+    reading.issueAt(at, name, { path: ['envFile'], message: 'must be the path of an env file' });
+    return undefined;
+  }
+  const validated = validateServerEntry(entry);
+  if (!validated.ok) {
+    for (const p of validated.problems) reading.issueAt(at, name, p);
+    return undefined;
+  }
+  const expanded = expandServerConfig({ ...validated.config, ...(envFile !== undefined ? { envFile } : {}) }, reading.expandContext);
+  if (expanded.missing.length > 0) {
+    for (const m of expanded.missing) {
+      const id = m.variable.startsWith('input:') ? m.variable.slice(6) : m.variable;
+      const spec = m.variable.startsWith('input:') ? reading.inputs.get(id) : reading.hostVariables.has(m.variable) ? { type: 'hostVariable', file } : undefined;
+      if (spec !== undefined) reading.pending.set(m.variable, { variable: m.variable, id, spec });
+      reading.issueAt(at, name, { path: m.path, message: unsetMessage(m.variable, format, reading.inputs, source.root) }, ErrorCode.ConfigUnsetVariable);
+    }
+    return undefined;
+  }
+  const config = expanded.config;
+  if (config.envFile !== undefined) {
+    // VS Code and Cursor load the file, then `env` wins over it. The path stays on the
+    // entry (absolute) so that `config` and approval prompts show where env came from.
+    const full = resolve(source.root ?? dirname(file), config.envFile);
+    config.envFile = full;
+    reading.watched.add(full);
+    const loaded = readEnvFile(full);
+    if ('error' in loaded) {
+      reading.issueAt(at, name, { path: ['envFile'], message: `${full} ${loaded.error}, so ${format.host} cannot start this server: create it or fix the path; server skipped` });
+      return undefined;
+    }
+    const merged: Record<string, string> = { ...loaded.env };
+    for (const [k, v] of Object.entries(config.env ?? {})) setOwn(merged, k, v);
+    config.env = merged;
+  }
+  const late = checkExpandedEntry(config);
+  if (late.length > 0) {
+    for (const p of late) reading.issueAt(at, name, p);
+    return undefined;
+  }
+  if (config.cwd !== undefined && !isAbsolute(config.cwd)) config.cwd = resolve(dirname(file), config.cwd);
+  return config;
+}
+
+/** One warning naming the keys the file's host does not know (bounded), or `undefined` when there are none. */
+function unknownKeysIssue({ unknown, format, file }: FileReading): ConfigIssue | undefined {
+  if (unknown.length === 0) return undefined;
+  // Bounded: a file with thousands of stray keys still gets one short line.
+  const shown = unknown.length > MAX_NAMED_KEYS ? `${unknown.slice(0, MAX_NAMED_KEYS).join(', ')} and ${unknown.length - MAX_NAMED_KEYS} more` : unknown.join(', ');
   return {
-    source,
-    exists: true,
-    servers,
-    settings: readSettings(root, parsed, atPath, file, issues),
-    issues,
-    fatal: false,
-    ...(pending.size > 0 ? { pendingInputs: [...pending.values()] } : {}),
-    ...(secrets.size > 0 ? { secrets: [...secrets] } : {}),
-    ...(watched.size > 0 ? { extraWatchPaths: [...watched].sort() } : {}),
+    file,
+    message: `${format.host} does not know ${unknown.length === 1 ? 'this key' : 'these keys'}, so ${unknown.length === 1 ? 'it is' : 'they are'} ignored: ${shown}; remove or rename ${unknown.length === 1 ? 'it' : 'them'}`,
+    code: ErrorCode.ConfigInvalid,
+    severity: 'warning',
   };
 }
 
