@@ -2,11 +2,11 @@ import { sameEntry, type ReconcilerEvent } from '../../machines/reconciler.machi
 import type { DesiredMap, DesiredServer, GatingState, ServerConfig } from '../../machines/types.js';
 import { promptableServers } from '../approvals/promptable.js';
 import type { ScopedSettings } from '../config/load.js';
-import { nameCollisionIssues } from '../config/name-collisions.js';
+import { effectiveConfig } from '../config/effective.js';
 import { parseServerConfig } from '../config/schema.js';
 import type { ConfigIssue } from '../config/sources.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
-import { computeGating, type ComputedGating } from '../gating/compute.js';
+import type { ComputedGating } from '../gating/compute.js';
 import { serversEqual } from '../config/identity.js';
 import { gatingEqual } from '../gating/equality.js';
 import type { AuthHooks } from './auth.js';
@@ -137,15 +137,18 @@ export class DesiredState {
     const { ws } = this;
     if (ws.disposing) return undefined;
     const read = await this.read();
-    const { settings, issues } = read;
     // An edit to an env file the config reads reloads like a save of the config file itself.
     await ws.watch(read.watchPaths);
     void this.auth.pickUpStoredTokens();
     const desired = await this.withCacheFlags(read.desired);
-    issues.push(...nameCollisionIssues(desired));
     await ws.decisions.refresh(ws.root);
     const trusted = ws.options.isTrustedFolder ? await ws.options.isTrustedFolder() : true;
     if (ws.disposing) return undefined;
+    const approvals = ws.decisions.merged(desired);
+    const { issues, gating: computed } = effectiveConfig(
+      { desired, settings: read.settings, issues: read.issues },
+      { approvals, cliAllowedServerNames: this.cliBound, trusted },
+    );
 
     ws.issues = issues;
     const issuesKey = JSON.stringify(issues);
@@ -156,14 +159,6 @@ export class DesiredState {
         ws.emitter.emit('config-error', { issues });
       }
     }
-
-    const approvals = ws.decisions.merged(desired);
-    const computed = computeGating(desired, {
-      settings,
-      ...(this.cliBound ? { cliAllowedServerNames: this.cliBound } : {}),
-      trusted,
-      approvals,
-    });
     ws.desired = desired;
     ws.gating = computed;
     return { desired, computed, approvals };

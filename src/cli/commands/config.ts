@@ -2,11 +2,10 @@ import { approvalStateOf, isGated, type ApprovalState } from '../../../machines/
 import type { DesiredServer, ServerConfig } from '../../../machines/types.js';
 import { decisionsFor } from '../../approvals/hash.js';
 import { canonicalRoot, FileApprovalStore } from '../../approvals/store.js';
-import { nameCollisionIssues } from '../../config/name-collisions.js';
+import { effectiveConfig } from '../../config/effective.js';
 import { redactServerConfig } from '../../config/redact.js';
 import { formatIssue } from '../../config/sources.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
-import { computeGating } from '../../gating/compute.js';
 import { transportOf } from '../../config/identity.js';
 import type { CliCommand, CliContext } from '../command.js';
 import { displayPath } from '../../format/paths.js';
@@ -29,15 +28,15 @@ async function run(ctx: CliContext): Promise<number> {
       details: { issues: fatal },
     });
   }
-  // Per-source settings, merged by computeGating exactly as the controller does (SPEC §2.3).
   const { desired, scopedSettings: settings } = ws.assembled;
-  const issues = [...ws.assembled.issues, ...nameCollisionIssues(desired)];
-
   const store = new FileApprovalStore(g.approvalsPath);
   const { decisions, error: approvalsError } = await store.load(await canonicalRoot(g.root));
-  const approvals = decisionsFor(decisions, desired);
-  // The person running the CLI in this folder is the one who trusts it.
-  const computed = computeGating(desired, { settings, cliAllowedServerNames: g.cliAllowedServerNames, trusted: true, approvals });
+  // The effective config exactly as the controller computes it (SPEC §2.3); the person
+  // running the CLI in this folder is the one who trusts it.
+  const { issues, gating: computed } = effectiveConfig(
+    { desired, settings, issues: ws.assembled.issues },
+    { approvals: decisionsFor(decisions, desired), cliAllowedServerNames: g.cliAllowedServerNames, trusted: true },
+  );
 
   const approvalOf = (e: DesiredServer): ApprovalState | null => (isGated(e) ? approvalStateOf(e, computed.gating) : null);
   const entries = Object.values(desired).sort((a, b) => a.name.localeCompare(b.name));
