@@ -77,7 +77,7 @@ export class AuthHooks {
 
   /** `name` entered `state`: tokens that came in while its attempt was still failing with 401 are used now. */
   onState(name: string, state: ServerStateName): void {
-    if (state === 'needs_auth' && this.fresh.has(name)) queueMicrotask(() => this.ws.send({ type: 'AUTHENTICATED', name }));
+    if (state === 'needs_auth' && this.fresh.has(name)) queueMicrotask(() => this.ws.actor.send({ type: 'AUTHENTICATED', name }));
   }
 
   /** After the token store changed: servers in needs_auth whose URL now has tokens try again. */
@@ -93,6 +93,6 @@ export class AuthHooks {
   private tokensArrived(name: string): void {
     if (this.ws.disposing) return;
     this.fresh.add(name);
-    if (this.ws.running()) this.ws.send({ type: 'AUTHENTICATED', name });
+    if (this.ws.running()) this.ws.actor.send({ type: 'AUTHENTICATED', name });
   }
 }

@@ -138,7 +138,8 @@ export class McpController {
     this.ws = ws;
     this.auth = new AuthHooks(ws);
     this.state = new DesiredState(ws, this.auth);
-    this.coalescer = new ReloadCoalescer(() => this.state.reconcile());
+    // The reload path goes straight from the coalescer to the desired state (docs/architecture.md).
+    this.coalescer = new ReloadCoalescer(this.state.reconcile.bind(this.state));
     const connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
     this.connections = new Connections(ws, this.auth, {
       envPolicy: options.envPolicy,

@@ -114,7 +114,7 @@ export class DesiredState {
     if (events.length === 0) return;
     // Gating events leave the reconciler's desired map as it was: compare the next read with that.
     this.lastSent = { desired: events[0]!.type === 'CONFIG' ? desired : this.lastSent!.desired, gating: computed.gating };
-    for (const event of events) ws.send(event);
+    for (const event of events) ws.actor.send(event);
     this.count++;
     ws.emitter.emit('reconciled', { count: this.count, servers: Object.keys(desired) });
     // Strictly pending from the store (never a name diff), and only servers that would
@@ -137,8 +137,7 @@ export class DesiredState {
     const { ws } = this;
     if (ws.disposing) return undefined;
     const read = await this.read();
-    // An edit to an env file the config reads reloads like a save of the config file itself.
-    await ws.watch(read.watchPaths);
+    await this.follow(read.watchPaths);
     void this.auth.pickUpStoredTokens();
     const desired = await this.withCacheFlags(read.desired);
     await ws.decisions.refresh(ws.root);
@@ -185,6 +184,20 @@ export class DesiredState {
   removeRuntimeServer(name: string): void {
     delete this.runtimeServers[name];
     delete this.sdkServers[name];
+  }
+
+  /**
+   * Watch what this read depended on (its files, env files, …) and the
+   * stores, so an edit to an env file reloads like a save of the config file
+   * itself. Resolves once the watches are in place; a watcher error is left
+   * to the watcher's own `onError`.
+   */
+  private async follow(configPaths: readonly string[]): Promise<void> {
+    const { watcher, storePaths } = this.ws;
+    if (!watcher) return;
+    const next = [...new Set([...configPaths, ...storePaths])];
+    if (next.join('\n') === watcher.files().join('\n')) return;
+    await watcher.setFiles(next).catch(() => undefined);
   }
 
   /** `desired` with `cached: true` on every entry whose fingerprint has a cached listing (read from disk once). */

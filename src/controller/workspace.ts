@@ -1,5 +1,5 @@
 import type { Actor } from 'xstate';
-import { serverSystemId, type ReconcilerEvent, type reconcilerMachine } from '../../machines/reconciler.machine.js';
+import { serverSystemId, type reconcilerMachine } from '../../machines/reconciler.machine.js';
 import type { ServerActorRef } from '../../machines/server.machine.js';
 import type { DesiredMap } from '../../machines/types.js';
 import type { ListingCache } from '../cache/listing-cache.js';
@@ -117,11 +117,6 @@ export class Workspace implements WorkspaceParts {
     return out;
   }
 
-  /** Send the reconciler an event. */
-  send(event: ReconcilerEvent): void {
-    this.actor.send(event);
-  }
-
   /** The reconciler runs (started and not stopped), so it can be told. */
   running(): boolean {
     return this.started && this.reconciler?.getSnapshot().status === 'active';
@@ -135,19 +130,6 @@ export class Workspace implements WorkspaceParts {
       ...(options.onSampling ? { onSampling: options.onSampling } : {}),
       ...(options.roots === false ? {} : { roots: () => this.roots ?? workspaceRoots(this.root) }),
     };
-  }
-
-  /**
-   * Watch `configPaths` (what the last config read depended on: its files,
-   * env files, …) and the stores; resolves once the watches are in place. A
-   * watcher error is left to the watcher's own `onError`.
-   */
-  async watch(configPaths: readonly string[]): Promise<void> {
-    const watcher = this.watcher;
-    if (!watcher) return;
-    const next = [...new Set([...configPaths, ...this.storePaths])];
-    if (next.join('\n') === watcher.files().join('\n')) return;
-    await watcher.setFiles(next).catch(() => undefined);
   }
 
   /** Tell `client-update` listeners (dashboard, watch view, gateway) that something they show changed. */
