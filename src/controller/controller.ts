@@ -179,6 +179,11 @@ export class McpController {
     this.calls = new Calls(ws, this.connections, this.view, connectTimeoutMs);
   }
 
+  /** The connect limiter; tests take its slots to queue starts behind them. */
+  private get semaphore(): Semaphore {
+    return this.ws.semaphore;
+  }
+
   // ── lifecycle ──────────────────────────────────────────────────────────
 
   /**
