@@ -1,9 +1,9 @@
 import { availableParallelism, homedir } from 'node:os';
 import path from 'node:path';
-import { createActor, type Actor, type AnyActorRef, type InspectionEvent, type StateValue } from 'xstate';
+import { createActor, type Actor, type AnyActorRef } from 'xstate';
 import type { CallToolResult, GetPromptResult, ReadResourceResult, Root } from '@modelcontextprotocol/sdk/types.js';
 import { reconcilerMachine } from '../../machines/reconciler.machine.js';
-import { isInTransit, reasonOf, stateNameOf } from '../../machines/reason.js';
+import { isInTransit, stateNameOf } from '../../machines/reason.js';
 import { slowStartOf, type ServerContext } from '../../machines/server.machine.js';
 import type { DesiredMap, DesiredServer, ServerConfig } from '../../machines/types.js';
 import { ConfigReader, configSources } from '../config/reader.js';
@@ -31,6 +31,7 @@ import { DesiredState } from './desired.js';
 import { SafeEmitter } from './emitter.js';
 import { Semaphore } from './semaphore.js';
 import { StatusView } from './status.js';
+import { Transitions } from './transitions.js';
 import { Workspace } from './workspace.js';
 import type {
   CallToolOptions,
@@ -42,7 +43,6 @@ import type {
   RegisteredResourceTemplate,
   ResourceOptions,
   ResourceUpdateListener,
-  ServerStateName,
   ServerStatus,
 } from './types.js';
 
@@ -76,16 +76,14 @@ export class McpController {
   private readonly coalescer: ReloadCoalescer;
   /** The machines' I/O: connect and session actors and their connections. */
   private readonly connections: Connections;
-  private readonly stateCache = new Map<string, ServerStateName>();
-  private readonly transitionKeys = new Map<string, string>();
+  /** Server state changes as the host hears of them (events, logs, holds). */
+  private readonly transitions: Transitions;
   /** The config → machines side: desired map, gating, runtime servers. */
   private readonly state: DesiredState;
   private started: Promise<void> | undefined;
   private disposing: Promise<void> | undefined;
   /** OAuth of the remote servers (docs/oauth.md) and the wake-ups it causes. */
   private readonly auth: AuthHooks;
-  /** Servers a host holds ({@link hold}), and the actor each was last told: a re-spawned actor is told again. */
-  private readonly holds = new Map<string, AnyActorRef | undefined>();
   /** The tool search index, loaded and built on the first search, then kept in step with the registry. */
   private searchIndex: Promise<ToolSearch> | undefined;
   private searchReady: ToolSearch | undefined;
@@ -163,6 +161,7 @@ export class McpController {
     });
     ws.registry.resources.onChange((change) => emitter.emit('resources-changed', change));
 
+    this.transitions = new Transitions(ws, this.auth);
     const server = this.connections.provideMachine();
     const lifecycle = {
       ...(options.startup ? { startup: options.startup } : {}),
@@ -172,7 +171,7 @@ export class McpController {
     };
     this.actor = createActor(reconcilerMachine.provide({ actors: { server } }), {
       input: { desired: {}, gating: { excluded: [], trusted: true, approvals: {} }, backoff: options.backoff, lifecycle, systemIds: true },
-      inspect: (ev) => this.onInspect(ev),
+      inspect: this.transitions.observe.bind(this.transitions),
     });
     this.view = new StatusView(ws, this.connections);
     ws.attach(this.actor, () => this.view.rows());
@@ -308,50 +307,6 @@ export class McpController {
         hint: 'create a new controller with createMcpController()',
       });
     }
-  }
-
-  // ── observation ────────────────────────────────────────────────────────
-
-  private onInspect(ev: InspectionEvent): void {
-    if (ev.type !== '@xstate.snapshot') return;
-    const snapshot = ev.snapshot as { machine?: { id?: string } };
-    if (snapshot.machine?.id !== 'server') return;
-    const name = (ev.actorRef as AnyActorRef).id;
-    // A held server's new actor (first spawn, re-added, replaced) is held too; the event is queued, never nested.
-    if (this.holds.has(name) && this.holds.get(name) !== ev.actorRef) this.tellHold(name, ev.actorRef as AnyActorRef);
-    const state = stateNameOf(ev.snapshot as never);
-    const ctx = (ev.snapshot as unknown as { context: { generation: number; attempt: number } }).context;
-    // Every transition counts (SPEC §9), including the sub-states of `reconnecting`
-    // and a new generation; a snapshot that only changed context otherwise does not.
-    const path = statePath((ev.snapshot as unknown as { value: StateValue }).value);
-    const key = `${path}#${ctx.generation}`;
-    if (this.transitionKeys.get(name) === key) return;
-    this.transitionKeys.set(name, key);
-    const previous = this.stateCache.get(name);
-    this.stateCache.set(name, state);
-    this.auth.onState(name, state);
-    if (state !== previous) this.logTransition(name, state, ctx.attempt, (ev.snapshot as unknown as { context: { lastError?: string } }).context.lastError);
-    this.ws.emitter.emit('server-state', {
-      name,
-      state,
-      previous,
-      reason: reasonOf(ev.snapshot as never),
-      generation: ctx.generation,
-      path,
-      attempt: ctx.attempt,
-    });
-    this.ws.clientUpdate();
-  }
-
-  /** The supervisor's line in the server's log: the new state, and the error that moved it there. */
-  private logTransition(name: string, state: ServerStateName, attempt: number, lastError: string | undefined): void {
-    const log = this.ws.serverLog;
-    if (!log) return;
-    const failing = state === 'failed' || state === 'reconnecting';
-    // The process is gone in every other state: its unfinished last line comes before the reason.
-    if (state !== 'connecting' && state !== 'connected') log.endStderr(name);
-    const text = `${state}${state === 'connecting' && attempt > 1 ? ` (attempt ${attempt})` : ''}${failing && lastError ? `: ${lastError}` : ''}`;
-    log.supervisor(name, text, state === 'failed' ? 'error' : failing ? 'warning' : 'info');
   }
 
   /**
@@ -712,10 +667,7 @@ export class McpController {
    */
   hold(server: string): void {
     this.assertLive();
-    if (this.holds.has(server)) return;
-    this.holds.set(server, undefined);
-    const ref = this.ws.server(server);
-    if (ref) this.tellHold(server, ref);
+    this.transitions.hold(server);
   }
 
   /**
@@ -725,22 +677,8 @@ export class McpController {
    * before then keeps it running. Idempotent; a no-op after `dispose()`.
    */
   release(server: string): void {
-    if (!this.holds.delete(server) || this.disposing) return;
-    const ref = this.ws.server(server);
-    if (ref?.getSnapshot().status === 'active') ref.send({ type: 'RELEASE' });
+    this.transitions.release(server);
   }
-
-  private tellHold(server: string, ref: AnyActorRef): void {
-    this.holds.set(server, ref);
-    if (ref.getSnapshot().status === 'active') ref.send({ type: 'HOLD' });
-  }
-}
-
-/** `live.reconnecting.waiting` for `{ live: { reconnecting: 'waiting' } }`. */
-function statePath(value: StateValue): string {
-  if (typeof value === 'string') return value;
-  const [key, inner] = Object.entries(value)[0] ?? ['', ''];
-  return inner === undefined || inner === '' ? key : `${key}.${statePath(inner as StateValue)}`;
 }
 
 /** Create a controller for one workspace (SPEC §10). Call `start()` next. */
