@@ -16,6 +16,7 @@ import {
   PrivateKeyJwtProvider,
   StreamableHTTPClientTransport,
   UnauthorizedError,
+  type OAuthClientInformationContext,
   type OAuthClientProvider,
 } from '@modelcontextprotocol/client';
 
@@ -40,13 +41,15 @@ type Stored<T extends keyof OAuthClientProvider> = OAuthClientProvider[T] extend
  */
 class HeadlessProvider implements OAuthClientProvider {
   callback: URLSearchParams | undefined;
-  private info: Stored<'clientInformation'>;
-  private saved: Stored<'tokens'>;
+  /** Client registrations and tokens by the authorization server's issuer: a new server means registering again (SEP-2352). */
+  private readonly infos = new Map<string, NonNullable<Stored<'clientInformation'>>>();
+  private readonly saved = new Map<string, NonNullable<Stored<'tokens'>>>();
+  private readonly preRegistered: Stored<'clientInformation'>;
   private verifier = '';
   readonly clientMetadataUrl: string | undefined;
 
   constructor(preRegistered?: { client_id: string; client_secret?: string }) {
-    this.info = preRegistered;
+    this.preRegistered = preRegistered;
     this.clientMetadataUrl = preRegistered ? undefined : CLIENT_METADATA_URL;
   }
 
@@ -64,20 +67,26 @@ class HeadlessProvider implements OAuthClientProvider {
     };
   }
 
-  clientInformation() {
-    return this.info;
+  // Without a context (the transport adding its Authorization header) the latest one saved answers.
+  private latestInfo: Stored<'clientInformation'>;
+  private latestTokens: Stored<'tokens'>;
+
+  clientInformation(ctx?: OAuthClientInformationContext) {
+    return (ctx ? this.infos.get(ctx.issuer) : this.latestInfo) ?? this.preRegistered;
   }
 
-  saveClientInformation(info: NonNullable<Stored<'clientInformation'>>): void {
-    this.info = info;
+  saveClientInformation(info: NonNullable<Stored<'clientInformation'>>, ctx?: OAuthClientInformationContext): void {
+    if (ctx) this.infos.set(ctx.issuer, info);
+    this.latestInfo = info;
   }
 
-  tokens() {
-    return this.saved;
+  tokens(ctx?: OAuthClientInformationContext) {
+    return ctx ? this.saved.get(ctx.issuer) : this.latestTokens;
   }
 
-  saveTokens(tokens: NonNullable<Stored<'tokens'>>): void {
-    this.saved = tokens;
+  saveTokens(tokens: NonNullable<Stored<'tokens'>>, ctx?: OAuthClientInformationContext): void {
+    if (ctx) this.saved.set(ctx.issuer, tokens);
+    this.latestTokens = tokens;
   }
 
   async redirectToAuthorization(url: URL): Promise<void> {
@@ -160,14 +169,14 @@ async function main(): Promise<number> {
   const newTransport = () => new StreamableHTTPClientTransport(new URL(url), provider ? { authProvider: provider } : {});
   let transport = newTransport();
 
-  /** Run `op`; when the SDK stopped for the browser step, finish it and run `op` again (a step-up can need it more than once). */
+  /** Run `op`; when the SDK stopped for the browser step, finish it and run `op` again (a step-up can need it twice; more is the loop the suite's retry limit checks for). */
   const authorized = async <T>(op: () => Promise<T>): Promise<T> => {
     for (let attempt = 0; ; attempt++) {
       try {
         return await op();
       } catch (err) {
         const headless = provider instanceof HeadlessProvider ? provider : undefined;
-        if (!(err instanceof UnauthorizedError) || !headless?.callback || attempt >= 3) throw err;
+        if (!(err instanceof UnauthorizedError) || !headless?.callback || attempt >= 2) throw err;
         const params = headless.callback;
         headless.callback = undefined;
         await transport.finishAuth(params);

@@ -1,6 +1,6 @@
 /**
  * The gateway over streamable HTTP on 127.0.0.1, one endpoint for both
- * protocol eras (SPEC §13): 2025 clients open sessions (`initialize`,
+ * protocol eras (SPEC §15): 2025 clients open sessions (`initialize`,
  * `Mcp-Session-Id`), each with its own scope; 2026-07-28 clients send
  * stateless requests (their `_meta` envelope and `MCP-Protocol-Version`
  * header name the revision), served by one lane per scope

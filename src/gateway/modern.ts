@@ -1,5 +1,5 @@
 /**
- * The gateway on the 2026-07-28 revision (SPEC §13): stateless requests,
+ * The gateway on the 2026-07-28 revision (SPEC §15): stateless requests,
  * each carrying its protocol version and client capabilities in `_meta`,
  * `server/discover` instead of `initialize`, list changes delivered on
  * `subscriptions/listen` streams, and no server-to-client requests. SDK v2

@@ -5,7 +5,7 @@
  * `prompts/get` and the resource reads. The 2025 lane (src/gateway/server.ts,
  * SDK v1, sessions) and the 2026-07-28 lane (src/gateway/modern.ts, SDK v2,
  * stateless) both bind these same functions to their SDK's server, so the
- * two revisions cannot drift apart (SPEC §13).
+ * two revisions cannot drift apart (SPEC §15).
  */
 import {
   ErrorCode as McpErrorCode,

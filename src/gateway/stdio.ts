@@ -1,7 +1,7 @@
 /**
  * The gateway over stdio: one session, the client at the other end of our
  * stdin/stdout (Claude Desktop, Cursor, VS Code start us as their server).
- * The client's first message picks the protocol era (SPEC §13): an
+ * The client's first message picks the protocol era (SPEC §15): an
  * `initialize` (or any message without the 2026-07-28 `_meta` envelope)
  * opens the 2025 lane (src/gateway/server.ts); `server/discover` or a
  * request carrying the envelope opens the 2026-07-28 lane

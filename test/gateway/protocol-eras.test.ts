@@ -1,5 +1,5 @@
 /**
- * Both protocol eras on one gateway (SPEC §13): `serve --http` and
+ * Both protocol eras on one gateway (SPEC §15): `serve --http` and
  * `serve --stdio` (the built binary) answer the SDK v2 client pinned to
  * 2026-07-28, the v2 client in `auto` mode (which finds the new revision
  * through `server/discover`), and the SDK v1 client (`initialize`, the 2025
@@ -9,8 +9,9 @@
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2, type Transport as TransportV2 } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixturePath } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
-import { cliMain, connectHttp, connectStdio, startServeHttp, textOf, Workspace, type ServeProcess } from './support.js';
+import { cliMain, connectHttp, connectStdio, MARKER, startServeHttp, textOf, Workspace, type ServeProcess } from './support.js';
 
 type Mode = 'auto' | { pin: string };
 const MODERN = '2026-07-28';
@@ -152,5 +153,57 @@ describe('serve --stdio: the era is the first message’s', () => {
     expect(names.some((n) => n.startsWith('mcp__b__'))).toBe(false);
     const refused = await scoped.client.callTool({ name: 'mcp__b__echo', arguments: { text: 'x' } });
     expect(refused.isError).toBe(true);
+  });
+});
+
+describe('serve --http: the 2026-07-28 lane keeps what the gateway does', () => {
+  const ws = new Workspace();
+  let serve: ServeProcess;
+  let url = '';
+  let token = '';
+  const open: Array<() => Promise<unknown>> = [];
+
+  beforeAll(async () => {
+    ws.writeUser({ a: ws.server('1'), r: { command: process.execPath, args: [fixturePath('resource-server')], env: { INSTANCE: 'r1', [MARKER]: ws.mark } } });
+    ({ serve, url, token } = await startServeHttp(ws, ['--tools', 'search', '--session-idle-timeout', '3000', '--idle-timeout', '500']));
+  });
+
+  afterAll(async () => {
+    for (const close of open) await close();
+    await serve?.stop();
+    expect(await ws.cleanup()).toBe(0);
+  });
+
+  it('--tools search: the list is search_tools and call_tool; a search finds a tool, call_tool calls it', async () => {
+    // No listChanged handler: this client keeps no listen stream open, so its lane can go idle.
+    const client = new ClientV2({ name: 'eras-search', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: MODERN } } });
+    await client.connect(new HttpV2(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), { timeout: 30_000 });
+    open.push(() => client.close().catch(() => undefined));
+    expect((await toolNames(client)).sort()).toEqual(['call_tool', 'search_tools']);
+    const found = await client.callTool({ name: 'search_tools', arguments: { query: 'echo the text back' } });
+    expect(textOf(found)).toContain('mcp__a__echo');
+    const called = await client.callTool({ name: 'call_tool', arguments: { name: 'mcp__a__echo', arguments: { text: 'via call_tool' } } });
+    expect(textOf(called)).toBe('via call_tool');
+    // A tool the search found joins this scope's list.
+    expect(await toolNames(client)).toContain('mcp__a__echo');
+
+    // Resources and prompts, through the same answers as the 2025 lane.
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toContain('note://static/hello');
+    const read = await client.readResource({ uri: 'note://static/hello' });
+    expect(JSON.stringify(read.contents)).toContain('hello from r1');
+    await expect(client.readResource({ uri: 'note://nowhere' })).rejects.toThrow(/-32002|not found|no server/i);
+    const greet = await client.getPrompt({ name: 'mcp__a__greet', arguments: { who: 'modern' } });
+    expect(JSON.stringify(greet.messages)).toContain('Hello, modern!');
+    await expect(client.getPrompt({ name: 'mcp__zz__greet', arguments: {} })).rejects.toThrow(/zz/);
+
+    // Idle: no request and no listen stream for the session idle timeout ends the lane, which
+    // releases its servers; their own idle timeout then stops them (the holds of SPEC §15).
+    expect(ws.serverPids().length).toBeGreaterThan(0);
+    await waitFor(() => /session stateless:\* closed \(unused for the session idle timeout/.test(serve.stderr), 'the idle lane to close', 30_000);
+    await waitFor(() => ws.serverPids().length === 0, 'the released server to stop', 30_000);
+
+    // The next request opens the lane again and starts what it needs.
+    expect(textOf(await client.callTool({ name: 'call_tool', arguments: { name: 'mcp__a__echo', arguments: { text: 'again' } } }))).toBe('again');
   });
 });
