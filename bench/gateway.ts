@@ -297,7 +297,7 @@ export async function gatewayBench(ctx: BenchContext, opts: { servers?: number; 
   for (let i = 0; i < ctx.runs; i++) {
     const s = await ctx.workers.run<LatencySample>(SCRIPT, { dir: ctx.tmp, calls: CALLS } satisfies LatencyParams, {
       execArgv: ctx.execArgv('gateway'),
-      timeoutMs: 300_000,
+      timeoutMs: 900_000, // eight paths of 1 100 calls each
     });
     ctx.log(
       `  run ${i + 1}: p50 direct ${us(s.direct.p50)} → serve --stdio ${us(s.stdio.p50)}; direct HTTP ${us(s.directHttp.p50)} → serve --http ${us(s.http.p50)}; ` +

@@ -91,7 +91,8 @@ describe('serve --http: 2026-07-28 and 2025 clients on one endpoint', () => {
     expect(await toolNames(pinned.client)).toContain('mcp__a__v2_tool');
   });
 
-  it('a 2026-07-28 client sees only its scope (?servers=a) and is refused a tool outside it', async () => {
+  it('a 2026-07-28 client needs the access token, sees only its scope (?servers=a) and is refused a tool outside it', async () => {
+    await expect(connectV2(new HttpV2(new URL(url)), { pin: MODERN })).rejects.toThrow(/401|access token|Unauthorized/i);
     const scoped = await v2({ pin: MODERN }, '?servers=a');
     const names = await toolNames(scoped.client);
     expect(names.some((n) => n.startsWith('mcp__a__'))).toBe(true);
@@ -99,10 +100,6 @@ describe('serve --http: 2026-07-28 and 2025 clients on one endpoint', () => {
     const refused = await scoped.client.callTool({ name: 'mcp__b__echo', arguments: { text: 'x' } });
     expect(refused.isError).toBe(true);
     expect(textOf(refused)).toMatch(/not in this session's servers|outside|scope/i);
-  });
-
-  it('a 2026-07-28 request without the access token is refused 401', async () => {
-    await expect(connectV2(new HttpV2(new URL(url)), { pin: MODERN })).rejects.toThrow(/401|access token|Unauthorized/i);
   });
 });
 
