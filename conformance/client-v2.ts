@@ -19,16 +19,8 @@ import {
   type OAuthClientInformationContext,
   type OAuthClientProvider,
 } from '@modelcontextprotocol/client';
+import { argumentsFor, CLIENT_METADATA_URL, type ConformanceContext } from './support.js';
 
-interface ConformanceContext {
-  client_id?: string;
-  client_secret?: string;
-  private_key_pem?: string;
-  signing_algorithm?: string;
-}
-
-/** The suite's authorization servers accept any https URL with a path as a client ID metadata document. */
-const CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json';
 const REDIRECT_URL = 'http://127.0.0.1:3000/callback';
 
 type DiscoveryState = Parameters<NonNullable<OAuthClientProvider['saveDiscoveryState']>>[0];
@@ -127,22 +119,6 @@ function providerFor(scenario: string, ctx: ConformanceContext): OAuthClientProv
     return new HeadlessProvider({ client_id: ctx.client_id, ...(ctx.client_secret ? { client_secret: ctx.client_secret } : {}) });
   }
   return scenario.startsWith('auth/') ? new HeadlessProvider() : undefined;
-}
-
-/** Plausible arguments for a tool: every required property gets a value of its type. */
-function argumentsFor(inputSchema: unknown): Record<string, unknown> {
-  const schema = inputSchema as { properties?: Record<string, { type?: string; enum?: unknown[] }>; required?: string[] };
-  const args: Record<string, unknown> = {};
-  for (const name of schema.required ?? []) {
-    const prop = schema.properties?.[name] ?? {};
-    if (prop.enum?.length) args[name] = prop.enum[0];
-    else if (prop.type === 'number' || prop.type === 'integer') args[name] = 1;
-    else if (prop.type === 'boolean') args[name] = true;
-    else if (prop.type === 'array') args[name] = [];
-    else if (prop.type === 'object') args[name] = {};
-    else args[name] = 'conformance';
-  }
-  return args;
 }
 
 async function main(): Promise<number> {

@@ -39,26 +39,28 @@ async function connectV2(transport: TransportV2, mode: Mode): Promise<V2Connecte
 
 const toolNames = async (client: { listTools(): Promise<{ tools: { name: string }[] }> }): Promise<string[]> => (await client.listTools()).tools.map((t) => t.name);
 
-describe('serve --http: 2026-07-28 and 2025 clients on one endpoint', () => {
-  const ws = new Workspace();
-  let serve: ServeProcess;
-  let url = '';
-  let token = '';
-  const open: Array<() => Promise<unknown>> = [];
-
+/** `serve --http` over a workspace of `servers`, started before and stopped after the enclosing describe; `open` is closed first. */
+function httpGateway(servers: (ws: Workspace) => Record<string, unknown>, extra: string[] = []) {
+  const g = { ws: new Workspace(), serve: undefined as ServeProcess | undefined, url: '', token: '', open: [] as Array<() => Promise<unknown>> };
   beforeAll(async () => {
-    ws.writeUser({ a: ws.server('1'), b: ws.server('1') });
-    ({ serve, url, token } = await startServeHttp(ws));
+    g.ws.writeUser(servers(g.ws));
+    const started = await startServeHttp(g.ws, extra);
+    Object.assign(g, started);
   });
-
   afterAll(async () => {
-    for (const close of open) await close();
-    await serve?.stop();
-    expect(await ws.cleanup()).toBe(0);
+    for (const close of g.open) await close();
+    await g.serve?.stop();
+    expect(await g.ws.cleanup()).toBe(0);
   });
+  return g;
+}
+
+describe('serve --http: 2026-07-28 and 2025 clients on one endpoint', () => {
+  const g = httpGateway((ws) => ({ a: ws.server('1'), b: ws.server('1') }));
+  const { ws, open } = g;
 
   const v2 = async (mode: Mode, query = ''): Promise<V2Connected> => {
-    const c = await connectV2(new HttpV2(new URL(`${url}${query}`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), mode);
+    const c = await connectV2(new HttpV2(new URL(`${g.url}${query}`), { requestInit: { headers: { authorization: `Bearer ${g.token}` } } }), mode);
     open.push(c.close);
     return c;
   };
@@ -66,7 +68,7 @@ describe('serve --http: 2026-07-28 and 2025 clients on one endpoint', () => {
   it('a v2 client pinned to 2026-07-28, one in auto mode and a v1 client each list, call and hear list_changed', async () => {
     const pinned = await v2({ pin: MODERN });
     const auto = await v2('auto');
-    const old = await connectHttp(url, token);
+    const old = await connectHttp(g.url, g.token);
     open.push(() => old.client.close());
     expect(pinned.client.getNegotiatedProtocolVersion()).toBe(MODERN);
     expect(auto.client.getNegotiatedProtocolVersion()).toBe(MODERN);
@@ -92,7 +94,7 @@ describe('serve --http: 2026-07-28 and 2025 clients on one endpoint', () => {
   });
 
   it('a 2026-07-28 client needs the access token, sees only its scope (?servers=a) and is refused a tool outside it', async () => {
-    await expect(connectV2(new HttpV2(new URL(url)), { pin: MODERN })).rejects.toThrow(/401|access token|Unauthorized/i);
+    await expect(connectV2(new HttpV2(new URL(g.url)), { pin: MODERN })).rejects.toThrow(/401|access token|Unauthorized/i);
     const scoped = await v2({ pin: MODERN }, '?servers=a');
     const names = await toolNames(scoped.client);
     expect(names.some((n) => n.startsWith('mcp__a__'))).toBe(true);
@@ -154,27 +156,16 @@ describe('serve --stdio: the era is the first message’s', () => {
 });
 
 describe('serve --http: the 2026-07-28 lane keeps what the gateway does', () => {
-  const ws = new Workspace();
-  let serve: ServeProcess;
-  let url = '';
-  let token = '';
-  const open: Array<() => Promise<unknown>> = [];
-
-  beforeAll(async () => {
-    ws.writeUser({ a: ws.server('1'), r: { command: process.execPath, args: [fixturePath('resource-server')], env: { INSTANCE: 'r1', [MARKER]: ws.mark } } });
-    ({ serve, url, token } = await startServeHttp(ws, ['--tools', 'search', '--session-idle-timeout', '3000', '--idle-timeout', '500']));
-  });
-
-  afterAll(async () => {
-    for (const close of open) await close();
-    await serve?.stop();
-    expect(await ws.cleanup()).toBe(0);
-  });
+  const g = httpGateway(
+    (ws) => ({ a: ws.server('1'), r: { command: process.execPath, args: [fixturePath('resource-server')], env: { INSTANCE: 'r1', [MARKER]: ws.mark } } }),
+    ['--tools', 'search', '--session-idle-timeout', '3000', '--idle-timeout', '500'],
+  );
+  const { ws, open } = g;
 
   it('--tools search: the list is search_tools and call_tool; a search finds a tool, call_tool calls it', async () => {
     // No listChanged handler: this client keeps no listen stream open, so its lane can go idle.
     const client = new ClientV2({ name: 'eras-search', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: MODERN } } });
-    await client.connect(new HttpV2(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), { timeout: 30_000 });
+    await client.connect(new HttpV2(new URL(g.url), { requestInit: { headers: { authorization: `Bearer ${g.token}` } } }), { timeout: 30_000 });
     open.push(() => client.close().catch(() => undefined));
     expect((await toolNames(client)).sort()).toEqual(['call_tool', 'search_tools']);
     const found = await client.callTool({ name: 'search_tools', arguments: { query: 'echo the text back' } });
@@ -197,7 +188,7 @@ describe('serve --http: the 2026-07-28 lane keeps what the gateway does', () => 
     // Idle: no request and no listen stream for the session idle timeout ends the lane, which
     // releases its servers; their own idle timeout then stops them (the holds of SPEC §15).
     expect(ws.serverPids().length).toBeGreaterThan(0);
-    await waitFor(() => /session stateless:\* closed \(unused for the session idle timeout/.test(serve.stderr), 'the idle lane to close', 30_000);
+    await waitFor(() => /session stateless:\* closed \(unused for the session idle timeout/.test(g.serve?.stderr ?? ''), 'the idle lane to close', 30_000);
     await waitFor(() => ws.serverPids().length === 0, 'the released server to stop', 30_000);
 
     // The next request opens the lane again and starts what it needs.
