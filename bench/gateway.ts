@@ -7,6 +7,10 @@
  *    `serve --http`, in interleaved blocks of 100 so that drift of the machine
  *    hits every path alike. Reported: p50 and p99 of each path, the p50
  *    difference (the added latency; target ≤ 1 ms on loopback) and the ratio.
+ *    Both protocol eras: the 2025 lane with the SDK v1 client, the
+ *    2026-07-28 lane (SPEC §15) with the SDK v2 client pinned to that
+ *    revision, each against a direct client of the same SDK and revision
+ *    (the v2 fixtures, new revision only) over the same transport.
  * b) Sharing: `serve --http` with 10 servers, 2 sessions that both use all
  *    10; each session calls `pid` on every server. Counted: distinct server
  *    PIDs and live server processes (target 10; one gateway per session,
@@ -48,7 +52,15 @@ interface LatencySample {
   /** SDK client → the HTTP fixture over streamable HTTP: the baseline of the HTTP gateway. */
   directHttp: PathStats;
   http: PathStats;
+  /** SDK v2 client pinned to 2026-07-28 → the v2 stdio fixture: the baseline of the new stdio lane. */
+  directModern: PathStats;
+  stdioModern: PathStats;
+  /** SDK v2 client pinned to 2026-07-28 → the v2 HTTP fixture: the baseline of the new HTTP lane. */
+  directModernHttp: PathStats;
+  httpModern: PathStats;
 }
+
+const MODERN = '2026-07-28';
 
 interface SharingParams {
   dir: string;
@@ -107,9 +119,9 @@ async function timeCalls(call: CallFn, n: number, into: number[]): Promise<void>
 }
 
 /** The HTTP fixture server as a child; resolves with its URL once it listens. */
-async function startHttpFixture(): Promise<{ url: string; stop(): Promise<void> }> {
-  const script = FIXTURE.replace(/basic-server\.js$/, 'http-server.js');
-  const child = spawn(process.execPath, [script], { env: { ...serveEnv(), PORT: '0', TOOLS_VERSION: '1' }, stdio: ['ignore', 'pipe', 'ignore'] });
+async function startHttpFixture(name = 'http-server', env: Record<string, string> = {}): Promise<{ url: string; stop(): Promise<void> }> {
+  const script = FIXTURE.replace(/basic-server\.js$/, `${name}.js`);
+  const child = spawn(process.execPath, [script], { env: { ...serveEnv(), PORT: '0', TOOLS_VERSION: '1', ...env }, stdio: ['ignore', 'pipe', 'ignore'] });
   let out = '';
   child.stdout.setEncoding('utf8');
   const port = await new Promise<string>((resolve, reject) => {
@@ -218,6 +230,28 @@ runAsWorker<LatencyParams | SharingParams, LatencySample | SharingSample>(import
   const serve = await startHttpServe(p.dir, cfg);
   const viaHttp = new Client({ name: 'bench-gateway-http', version: '1.0.0' });
   await viaHttp.connect(new StreamableHTTPClientTransport(new URL(serve.url), { requestInit: { headers: { authorization: `Bearer ${serve.token}` } } }));
+  // The 2026-07-28 lane: SDK v2 clients pinned to the revision, against the v2 fixtures and the same gateways.
+  const v2 = await import('@modelcontextprotocol/client');
+  const { StdioClientTransport: StdioV2 } = await import('@modelcontextprotocol/client/stdio');
+  const pinned = (name: string) => new v2.Client({ name, version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: MODERN } } });
+  const directModern = pinned('bench-direct-modern');
+  await directModern.connect(
+    new StdioV2({ command: process.execPath, args: [FIXTURE.replace(/basic-server\.js$/, 'v2-stdio-server.js')], env: { ...serveEnv(), V2_LEGACY: 'reject' }, stderr: 'ignore' }),
+  );
+  const stdioModern = pinned('bench-gateway-stdio-modern');
+  await stdioModern.connect(
+    new StdioV2({
+      command: process.execPath,
+      args: [CLI, 'serve', '--stdio', '--cwd', p.dir, '--user-config', cfg.user, '--approvals', cfg.approvals],
+      env: { ...serveEnv(), HOME: p.dir },
+      stderr: 'ignore',
+    }),
+  );
+  const fixtureModern = await startHttpFixture('v2-http-server', { V2_LEGACY: 'reject' });
+  const directModernHttp = pinned('bench-direct-modern-http');
+  await directModernHttp.connect(new v2.StreamableHTTPClientTransport(new URL(fixtureModern.url)));
+  const httpModern = pinned('bench-gateway-http-modern');
+  await httpModern.connect(new v2.StreamableHTTPClientTransport(new URL(serve.url), { requestInit: { headers: { authorization: `Bearer ${serve.token}` } } }));
   try {
     const args = { text: 'ping' };
     const paths: Record<keyof LatencySample, CallFn> = {
@@ -225,8 +259,12 @@ runAsWorker<LatencyParams | SharingParams, LatencySample | SharingSample>(import
       stdio: () => viaStdio.callTool({ name: 'mcp__s01__echo', arguments: args }),
       directHttp: () => directHttp.callTool({ name: 'echo', arguments: args }),
       http: () => viaHttp.callTool({ name: 'mcp__s01__echo', arguments: args }),
+      directModern: () => directModern.callTool({ name: 'echo', arguments: args }),
+      stdioModern: () => stdioModern.callTool({ name: 'mcp__s01__echo', arguments: args }),
+      directModernHttp: () => directModernHttp.callTool({ name: 'echo', arguments: args }),
+      httpModern: () => httpModern.callTool({ name: 'mcp__s01__echo', arguments: args }),
     };
-    const samples: Record<keyof LatencySample, number[]> = { direct: [], stdio: [], directHttp: [], http: [] };
+    const samples = Object.fromEntries(Object.keys(paths).map((k) => [k, [] as number[]])) as Record<keyof LatencySample, number[]>;
     for (const call of Object.values(paths)) await timeCalls(call, WARMUP, []);
     const order = Object.keys(paths) as (keyof LatencySample)[];
     for (let block = 0; block < p.calls / BLOCK; block++) {
@@ -236,8 +274,10 @@ runAsWorker<LatencyParams | SharingParams, LatencySample | SharingSample>(import
         await timeCalls(paths[key], BLOCK, samples[key]);
       }
     }
-    return { direct: stats(samples.direct), stdio: stats(samples.stdio), directHttp: stats(samples.directHttp), http: stats(samples.http) };
+    return Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, stats(v)])) as unknown as LatencySample;
   } finally {
+    for (const c of [httpModern, directModernHttp, stdioModern, directModern]) await c.close().catch(() => undefined);
+    await fixtureModern.stop();
     await viaHttp.close().catch(() => undefined);
     await viaStdio.close().catch(() => undefined);
     await direct.close().catch(() => undefined);
@@ -257,27 +297,37 @@ export async function gatewayBench(ctx: BenchContext, opts: { servers?: number; 
   for (let i = 0; i < ctx.runs; i++) {
     const s = await ctx.workers.run<LatencySample>(SCRIPT, { dir: ctx.tmp, calls: CALLS } satisfies LatencyParams, {
       execArgv: ctx.execArgv('gateway'),
-      timeoutMs: 300_000,
+      timeoutMs: 900_000, // eight paths of 1 100 calls each
     });
     ctx.log(
       `  run ${i + 1}: p50 direct ${us(s.direct.p50)} → serve --stdio ${us(s.stdio.p50)}; direct HTTP ${us(s.directHttp.p50)} → serve --http ${us(s.http.p50)}; ` +
         `p99 ${us(s.direct.p99)} → ${us(s.stdio.p99)}; ${us(s.directHttp.p99)} → ${us(s.http.p99)}`,
+    );
+    ctx.log(
+      `         2026-07-28: p50 direct ${us(s.directModern.p50)} → serve --stdio ${us(s.stdioModern.p50)}; direct HTTP ${us(s.directModernHttp.p50)} → serve --http ${us(s.httpModern.p50)}; ` +
+        `p99 ${us(s.directModern.p99)} → ${us(s.stdioModern.p99)}; ${us(s.directModernHttp.p99)} → ${us(s.httpModern.p99)}`,
     );
     runs.push(s);
   }
   const med = (f: (s: LatencySample) => number): number => median(runs.map(f));
   const rows: Row[] = [];
   // Each gateway path against a direct client over the same transport: the difference is what the gateway adds.
-  for (const [path, base] of [['stdio', 'direct'], ['http', 'directHttp']] as const) {
+  const lanes = [
+    ['stdio', 'direct', 'stdio', ''],
+    ['http', 'directHttp', 'http', ''],
+    ['stdioModern', 'directModern', 'stdio', ' (2026-07-28, SDK v2 clients)'],
+    ['httpModern', 'directModernHttp', 'http', ' (2026-07-28, SDK v2 clients)'],
+  ] as const;
+  for (const [key, base, path, era] of lanes) {
     const direct50 = med((s) => s[base].p50);
     const direct99 = med((s) => s[base].p99);
-    const p50 = med((s) => s[path].p50);
-    const p99 = med((s) => s[path].p99);
-    const added = med((s) => s[path].p50 - s[base].p50);
+    const p50 = med((s) => s[key].p50);
+    const p99 = med((s) => s[key].p99);
+    const added = med((s) => s[key].p50 - s[base].p50);
     rows.push(
       {
         section: '6 gateway',
-        figure: `tool call p50 via serve --${path} (${CALLS} calls) vs direct SDK client over ${path}`,
+        figure: `tool call p50 via serve --${path} (${CALLS} calls) vs direct SDK client over ${path}${era}`,
         ours: ms(p50),
         baseline: ms(direct50),
         ratio: ratio(p50, direct50),
@@ -286,11 +336,11 @@ export async function gatewayBench(ctx: BenchContext, opts: { servers?: number; 
       },
       {
         section: '6 gateway',
-        figure: `tool call p99 via serve --${path} vs direct SDK client over ${path}`,
+        figure: `tool call p99 via serve --${path} vs direct SDK client over ${path}${era}`,
         ours: ms(p99),
         baseline: ms(direct99),
         ratio: ratio(p99, direct99),
-        target: `info (added: ${us(med((s) => s[path].p99 - s[base].p99))})`,
+        target: `info (added: ${us(med((s) => s[key].p99 - s[base].p99))})`,
       },
     );
   }

@@ -20,31 +20,12 @@ import {
   type AuthorizationGrantHandler,
   type ElicitationAnswer,
   type ElicitationRequest,
-  type RegisteredTool,
   type ServerConfig,
   type ServerOAuthConfig,
 } from '../src/index.js';
-
-/** Context fields the suite may pass (all optional: most scenarios pass none). */
-interface ConformanceContext {
-  client_id?: string;
-  client_secret?: string;
-  private_key_pem?: string;
-  signing_algorithm?: string;
-  /** Cross-app access (SEP-990): the user's ID token and where to exchange it. */
-  idp_client_id?: string;
-  idp_id_token?: string;
-  idp_issuer?: string;
-  idp_token_endpoint?: string;
-}
+import { argumentsFor, CLIENT_METADATA_URL, type ConformanceContext } from './support.js';
 
 const SERVER = 'conformance';
-
-/**
- * A client ID metadata document URL (SEP-991) as a host would publish one;
- * the suite's authorization servers accept any https URL with a path.
- */
-const CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json';
 
 function oauthConfig(scenario: string, ctx: ConformanceContext): ServerOAuthConfig | undefined {
   if (scenario === 'auth/pre-registration' && ctx.client_id) {
@@ -108,22 +89,6 @@ function acceptWithDefaults(_server: string, request: ElicitationRequest): Elici
   return request.mode === 'url' ? { action: 'accept' } : { action: 'accept', content: {} };
 }
 
-/** Plausible arguments for a tool: every required property gets a value of its type. */
-function argumentsFor(tool: RegisteredTool): Record<string, unknown> {
-  const schema = tool.inputSchema as { properties?: Record<string, { type?: string; enum?: unknown[] }>; required?: string[] };
-  const args: Record<string, unknown> = {};
-  for (const name of schema.required ?? []) {
-    const prop = schema.properties?.[name] ?? {};
-    if (prop.enum?.length) args[name] = prop.enum[0];
-    else if (prop.type === 'number' || prop.type === 'integer') args[name] = 1;
-    else if (prop.type === 'boolean') args[name] = true;
-    else if (prop.type === 'array') args[name] = [];
-    else if (prop.type === 'object') args[name] = {};
-    else args[name] = 'conformance';
-  }
-  return args;
-}
-
 async function main(): Promise<number> {
   const url = process.argv[2];
   if (!url) {
@@ -160,7 +125,7 @@ async function main(): Promise<number> {
     let failures = 0;
     for (const tool of controller.tools()) {
       try {
-        const result = await controller.callTool(tool.name, argumentsFor(tool), { timeoutMs: 20_000 });
+        const result = await controller.callTool(tool.name, argumentsFor(tool.inputSchema), { timeoutMs: 20_000 });
         process.stderr.write(`${tool.rawName}: ${result.isError ? 'error result' : 'ok'}\n`);
       } catch (err) {
         failures++;

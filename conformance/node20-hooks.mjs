@@ -4,7 +4,7 @@
  * own `node:fs` import, and everyone else's, resolve normally.
  */
 const SHIM_URL = new URL('./fs-globsync-shim.mjs', import.meta.url).href;
-const BUNDLE = /\/@modelcontextprotocol\/conformance\/dist\//;
+const BUNDLE = /\/@modelcontextprotocol\/conformance(-next)?\/dist\//;
 
 export async function resolve(specifier, context, nextResolve) {
   if ((specifier === 'fs' || specifier === 'node:fs') && context.parentURL && BUNDLE.test(context.parentURL)) {

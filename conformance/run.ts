@@ -1,12 +1,26 @@
 /**
- * `npm run conformance`: every client scenario of the official MCP
- * conformance suite (@modelcontextprotocol/conformance, a devDependency)
- * against conformance/client.ts, then one table: scenario, result, checks.
- * Exit 0 only when every scenario passed.
+ * `npm run conformance`: the official MCP conformance suites against our
+ * client (conformance/client.ts, the public API only), one table each.
  *
- *   node dist/conformance/run.js [--scenario NAME] [--concurrency N] [--retries N]
+ * - `current`: every client scenario of @modelcontextprotocol/conformance
+ *   0.1.16 (the 2025 wire), our client only.
+ * - `next`: the newest suite (installed as @modelcontextprotocol/conformance-next,
+ *   0.2.0-alpha.12): the client scenarios each protocol revision requires
+ *   (`list --requirements <revision>`), each run at that revision's wire
+ *   (`--spec-version`): 2025-11-25 (the `initialize` handshake) and
+ *   2026-07-28 (stateless, per-request `_meta`). Every scenario runs twice:
+ *   our client, and beside it the SDK's raw v2 client (conformance/client-v2.ts),
+ *   so a failure shows whether it is ours. A client that exits with an error
+ *   fails its scenario, as the suite itself says (OVERALL: FAILED).
+ *
+ * Exit 0 only when every scenario of our client passed.
+ *
+ *   node dist/conformance/run.js [--suite current|next|all] [--wire REVISION]
+ *                                [--scenario NAME] [--concurrency N] [--retries N]
  *                                [--timeout MS] [--json FILE] [--keep] [--verbose]
  *
+ * --suite        which suites (default all)
+ * --wire         the `next` suite at one revision only (2025-11-25 or 2026-07-28)
  * --concurrency  scenarios run at once (default 2)
  * --retries      re-run a failed scenario up to N more times (default 0); a
  *                pass on a later attempt is marked in the table
@@ -15,10 +29,10 @@
  * Each scenario runs in its own process group, which is killed once the
  * scenario is over (or this runner is interrupted), so no client outlives it.
  *
- * The suite's bundle imports `fs.globSync` (Node >= 22) for a command we do
- * not use; conformance/node20-hook.mjs lets it load on Node 20.
+ * The suites' bundles import `fs.globSync` (Node >= 22) for a command we do
+ * not use; conformance/node20-hook.mjs lets them load on Node 20.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -34,7 +48,15 @@ interface Check {
   description?: string;
 }
 
+/** Which client ran a scenario: ours (the public API) or the SDK's raw v2 client. */
+export type ClientKind = 'ours' | 'raw-v2';
+
 export interface Row {
+  /** The suite's package version (0.1.16, 0.2.0-alpha.12, …). */
+  suite: string;
+  /** The protocol revision the scenario ran at; `default` when the suite chose (0.1.16). */
+  wire: string;
+  client: ClientKind;
   scenario: string;
   passed: number;
   failed: number;
@@ -53,12 +75,40 @@ const DEFAULT_CONCURRENCY = 2;
 // dist/conformance/run.js → the package root.
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const HOOK = join(ROOT, 'conformance', 'node20-hook.mjs');
-const CLIENT = join(ROOT, 'dist', 'conformance', 'client.js');
+const CLIENTS: Record<ClientKind, string> = {
+  ours: join(ROOT, 'dist', 'conformance', 'client.js'),
+  'raw-v2': join(ROOT, 'dist', 'conformance', 'client-v2.js'),
+};
 
-function suiteBin(): string {
+/** The suites: 0.1.16 as `@modelcontextprotocol/conformance`, the newest as the `-next` alias. */
+const SUITE_PACKAGES = { current: '@modelcontextprotocol/conformance', next: '@modelcontextprotocol/conformance-next' } as const;
+type SuiteName = keyof typeof SUITE_PACKAGES;
+
+/** The revisions whose required client scenarios the `next` suite runs, each at its own wire. */
+export const WIRES = ['2025-11-25', '2026-07-28'] as const;
+
+function suiteOf(name: SuiteName): { bin: string; version: string } {
   const require = createRequire(join(ROOT, 'package.json'));
-  const pkg = require.resolve('@modelcontextprotocol/conformance/package.json');
-  return join(dirname(pkg), 'dist', 'index.js');
+  const pkgFile = require.resolve(`${SUITE_PACKAGES[name]}/package.json`);
+  const { version } = JSON.parse(readFileSync(pkgFile, 'utf8')) as { version: string };
+  return { bin: join(dirname(pkgFile), 'dist', 'index.js'), version };
+}
+
+/** The client scenarios `revision` requires, as the suite lists them (`list --requirements`). */
+function requiredClientScenarios(bin: string, revision: string): string[] {
+  const listed = spawnSync(process.execPath, ['--import', HOOK, bin, 'list', '--requirements', revision], { cwd: ROOT, encoding: 'utf8' });
+  if (listed.status !== 0) throw new Error(`the conformance suite could not list the requirements of ${revision}:\n${listed.stderr}`);
+  const out: string[] = [];
+  let inClients = false;
+  for (const line of listed.stdout.split('\n')) {
+    if (/^Client scenarios/.test(line)) inClients = true;
+    else if (/^\S/.test(line)) inClients = false;
+    else if (inClients) {
+      const m = /^\s+- (\S+)/.exec(line);
+      if (m) out.push(m[1]!);
+    }
+  }
+  return out;
 }
 
 /** Every `checks.json` under `dir`, with the scenario named by its folder (timestamp suffix removed). */
@@ -77,6 +127,9 @@ function collect(dir: string): Row[] {
       const checks = JSON.parse(readFileSync(checksFile, 'utf8')) as Check[];
       const failedChecks = checks.filter((c) => c.status === 'FAILURE');
       rows.push({
+        suite: '',
+        wire: '',
+        client: 'ours',
         scenario,
         passed: checks.filter((c) => c.status === 'SUCCESS').length,
         failed: failedChecks.length,
@@ -145,9 +198,62 @@ function positiveInt(value: string | undefined, fallback: number, name: string):
   return n;
 }
 
+/** One scenario to run: which suite, at which wire, with which client. */
+interface Job {
+  suite: SuiteName;
+  wire: string | undefined;
+  client: ClientKind;
+  scenario: string;
+}
+
+const mark = (r: Row): string => (r.failed === 0 ? 'PASS' : 'FAIL');
+const checks = (r: Row): string => `${r.passed} passed, ${r.failed} failed${r.warnings ? `, ${r.warnings} warnings` : ''}`;
+
+/** The 0.1.16 table: scenario, result, checks (our client only). */
+function currentTable(rows: Row[]): string[] {
+  const width = Math.max(...rows.map((r) => r.scenario.length), 8);
+  const lines = [`${'scenario'.padEnd(width)}  result  checks`, `${'-'.repeat(width)}  ------  ------`];
+  for (const r of rows) {
+    const retried = r.attempts > 1 ? ` (attempt ${r.attempts})` : '';
+    lines.push(`${r.scenario.padEnd(width)}  ${mark(r)}    ${checks(r)}, ${r.seconds.toFixed(1)} s${retried}`);
+    for (const f of r.failures) lines.push(`${' '.repeat(width)}          ✗ ${f.slice(0, 200)}`);
+  }
+  const passed = rows.filter((r) => r.failed === 0).length;
+  lines.push('', `${passed}/${rows.length} scenarios passed`);
+  return lines;
+}
+
+/** The newest suite's table: per wire, each scenario with our result beside the raw v2 client's. */
+function nextTable(rows: Row[]): string[] {
+  const width = Math.max(...rows.map((r) => r.scenario.length), 8);
+  const lines: string[] = [];
+  const summary: string[] = [];
+  for (const wire of [...new Set(rows.map((r) => r.wire))]) {
+    const at = rows.filter((r) => r.wire === wire);
+    const scenarios = [...new Set(at.map((r) => r.scenario))];
+    lines.push('', `wire ${wire}`, `${'scenario'.padEnd(width)}  ours                          raw SDK v2`, `${'-'.repeat(width)}  ----------------------------  ----------------------------`);
+    for (const scenario of scenarios) {
+      const ours = at.find((r) => r.scenario === scenario && r.client === 'ours');
+      const raw = at.find((r) => r.scenario === scenario && r.client === 'raw-v2');
+      const cell = (r: Row | undefined): string => (r ? `${mark(r)}  ${r.passed}/${r.passed + r.failed} checks${r.attempts > 1 ? ` (try ${r.attempts})` : ''}` : '-').padEnd(28);
+      lines.push(`${scenario.padEnd(width)}  ${cell(ours)}  ${cell(raw)}`);
+      for (const f of ours?.failures ?? []) lines.push(`${' '.repeat(width)}  ours ✗ ${f.slice(0, 160)}`);
+      for (const f of raw?.failures ?? []) lines.push(`${' '.repeat(width)}  raw  ✗ ${f.slice(0, 160)}`);
+    }
+    const count = (client: ClientKind): string => {
+      const mine = at.filter((r) => r.client === client);
+      return `${mine.filter((r) => r.failed === 0).length}/${mine.length}`;
+    };
+    summary.push(`wire ${wire}: ours ${count('ours')}, raw SDK v2 ${count('raw-v2')} scenarios passed`);
+  }
+  return [...lines, '', ...summary];
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
+      suite: { type: 'string' },
+      wire: { type: 'string' },
       scenario: { type: 'string' },
       keep: { type: 'boolean' },
       verbose: { type: 'boolean' },
@@ -159,32 +265,66 @@ async function main(): Promise<number> {
   });
   const concurrency = Math.max(1, positiveInt(values.concurrency, DEFAULT_CONCURRENCY, 'concurrency'));
   const retries = positiveInt(values.retries, 0, 'retries');
-  if (!existsSync(CLIENT)) {
-    process.stderr.write(`${CLIENT} is missing: run \`npm run build\` first (npm run conformance does).\n`);
-    return 2;
+  const which = values.suite ?? 'all';
+  if (!['current', 'next', 'all'].includes(which)) throw new Error(`--suite must be current, next or all, got ${which}`);
+  if (values.wire !== undefined && !(WIRES as readonly string[]).includes(values.wire)) throw new Error(`--wire must be one of ${WIRES.join(', ')}, got ${values.wire}`);
+  for (const client of Object.values(CLIENTS)) {
+    if (!existsSync(client)) {
+      process.stderr.write(`${client} is missing: run \`npm run build\` first (npm run conformance does).\n`);
+      return 2;
+    }
+  }
+  const suites = { current: suiteOf('current'), next: suiteOf('next') };
+  const jobs: Job[] = [];
+  if (which !== 'next') {
+    for (const scenario of values.scenario ? [values.scenario] : SCENARIOS) jobs.push({ suite: 'current', wire: undefined, client: 'ours', scenario });
+  }
+  if (which !== 'current') {
+    for (const wire of values.wire ? [values.wire] : WIRES) {
+      const required = requiredClientScenarios(suites.next.bin, wire);
+      for (const scenario of values.scenario ? required.filter((s) => s === values.scenario) : required) {
+        for (const client of ['ours', 'raw-v2'] as const) jobs.push({ suite: 'next', wire, client, scenario });
+      }
+    }
   }
   const out = mkdtempSync(join(tmpdir(), 'mcp-conformance-results-'));
   if (!values.keep) scratch = out;
   const tmp = join(out, 'tmp');
   mkdirSync(tmp);
-  const queue: string[] = values.scenario ? [values.scenario] : [...SCENARIOS];
+  const queue = [...jobs];
   const started = Date.now();
-  const bin = suiteBin();
   const rows: Row[] = [];
   let runs = 0;
   /** One attempt: its own results folder, so a retry does not mix with the first try. */
-  const attempt = async (scenario: string, n: number): Promise<Row> => {
+  const attempt = async (job: Job, n: number): Promise<Row> => {
     const dir = join(out, String(++runs));
     const t0 = Date.now();
-    await run(
+    const { bin, version } = suites[job.suite];
+    const code = await run(
       process.execPath,
-      ['--import', HOOK, bin, 'client', '--command', `${process.execPath} ${CLIENT}`, '--scenario', scenario, '--timeout', values.timeout ?? '30000', '-o', dir],
+      [
+        '--import',
+        HOOK,
+        bin,
+        'client',
+        '--command',
+        `${process.execPath} ${CLIENTS[job.client]}`,
+        '--scenario',
+        job.scenario,
+        ...(job.wire ? ['--spec-version', job.wire] : []),
+        '--timeout',
+        values.timeout ?? '30000',
+        '-o',
+        dir,
+      ],
       values.verbose === true,
       tmp,
     );
     const found = existsSync(dir) ? collect(dir) : [];
-    const row: Row = found.find((r) => r.scenario === scenario) ?? {
-      scenario,
+    const base = { suite: version, wire: job.wire ?? 'default', client: job.client };
+    const row: Row = found.find((r) => r.scenario === job.scenario) ?? {
+      ...base,
+      scenario: job.scenario,
       passed: 0,
       failed: 1,
       warnings: 0,
@@ -192,41 +332,58 @@ async function main(): Promise<number> {
       attempts: 1,
       seconds: 0,
     };
-    return { ...row, attempts: n, seconds: (Date.now() - t0) / 1000 };
+    // The newest suite fails a scenario whose client exited with an error even when every check passed.
+    if (job.suite === 'next' && code !== 0 && row.failed === 0) {
+      row.failed = 1;
+      row.failures = [`client-exit: the client exited with an error${clientError(dir)}`];
+    }
+    return { ...row, ...base, attempts: n, seconds: (Date.now() - t0) / 1000 };
   };
   const worker = async (): Promise<void> => {
-    for (let scenario = queue.shift(); scenario !== undefined; scenario = queue.shift()) {
-      let row = await attempt(scenario, 1);
-      while (row.failed > 0 && row.attempts <= retries) row = await attempt(scenario, row.attempts + 1);
+    for (let job = queue.shift(); job !== undefined; job = queue.shift()) {
+      let row = await attempt(job, 1);
+      while (row.failed > 0 && row.attempts <= retries) row = await attempt(job, row.attempts + 1);
       rows.push(row);
     }
   };
   try {
     await Promise.all(Array.from({ length: concurrency }, worker));
-    rows.sort((a, b) => a.scenario.localeCompare(b.scenario));
+    rows.sort((a, b) => a.suite.localeCompare(b.suite) || a.wire.localeCompare(b.wire) || a.scenario.localeCompare(b.scenario) || a.client.localeCompare(b.client));
     if (rows.length === 0) {
       process.stderr.write('the conformance suite produced no results; run with --verbose to see why\n');
       return 1;
     }
-    const width = Math.max(...rows.map((r) => r.scenario.length), 8);
-    const lines = [`${'scenario'.padEnd(width)}  result  checks`, `${'-'.repeat(width)}  ------  ------`];
-    for (const r of rows) {
-      const ok = r.failed === 0;
-      const retried = r.attempts > 1 ? ` (attempt ${r.attempts})` : '';
-      lines.push(
-        `${r.scenario.padEnd(width)}  ${ok ? 'PASS  ' : 'FAIL  '}  ${r.passed} passed, ${r.failed} failed${r.warnings ? `, ${r.warnings} warnings` : ''}, ${r.seconds.toFixed(1)} s${retried}`,
-      );
-      for (const f of r.failures) lines.push(`${' '.repeat(width)}          ✗ ${f.slice(0, 200)}`);
-    }
-    const passed = rows.filter((r) => r.failed === 0).length;
-    lines.push('', `${passed}/${rows.length} scenarios passed (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    const lines: string[] = [];
+    const current = rows.filter((r) => r.suite === suites.current.version && r.wire === 'default');
+    const next = rows.filter((r) => !current.includes(r));
+    if (current.length) lines.push(`@modelcontextprotocol/conformance ${suites.current.version} (client scenarios, our client)`, '', ...currentTable(current));
+    if (next.length) lines.push(...(current.length ? ['', ''] : []), `@modelcontextprotocol/conformance ${suites.next.version} (client scenarios each revision requires, at its wire)`, ...nextTable(next));
+    const ours = rows.filter((r) => r.client === 'ours');
+    const passed = ours.filter((r) => r.failed === 0).length;
+    lines.push('', `our client: ${passed}/${ours.length} scenario runs passed (${((Date.now() - started) / 1000).toFixed(1)} s)`);
     process.stdout.write(`${lines.join('\n')}\n`);
     if (values.json) writeFileSync(values.json, `${JSON.stringify(rows, null, 2)}\n`);
     if (values.keep) process.stdout.write(`results kept in ${out}\n`);
-    return passed === rows.length ? 0 : 1;
+    return passed === ours.length ? 0 : 1;
   } finally {
     if (!values.keep) rmSync(out, { recursive: true, force: true });
   }
+}
+
+/** The last line of the client's stderr the suite kept, for the table. */
+function clientError(dir: string): string {
+  const files: string[] = [];
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (name === 'stderr.txt') files.push(p);
+    }
+  };
+  if (existsSync(dir)) walk(dir);
+  const lines = files.flatMap((f) => readFileSync(f, 'utf8').split('\n')).filter((l) => l.trim() !== '' && !/^\s+at /.test(l));
+  const last = lines.at(-1);
+  return last ? `: ${last.trim().slice(0, 160)}` : '';
 }
 
 main().then(

@@ -1,19 +1,26 @@
 /**
- * The gateway over streamable HTTP on 127.0.0.1: many client sessions
- * (`Mcp-Session-Id`), each with its own scope, all sharing one pool. Every
- * request needs the access token (`Authorization: Bearer <token>`); Host and
- * Origin must be loopback, so a web page cannot reach it by DNS rebinding.
+ * The gateway over streamable HTTP on 127.0.0.1, one endpoint for both
+ * protocol eras (SPEC §15): 2025 clients open sessions (`initialize`,
+ * `Mcp-Session-Id`), each with its own scope; 2026-07-28 clients send
+ * stateless requests (their `_meta` envelope and `MCP-Protocol-Version`
+ * header name the revision), served by one lane per scope
+ * (src/gateway/modern.ts). All share one pool. Every request needs the
+ * access token (`Authorization: Bearer <token>`); Host and Origin must be
+ * loopback, so a web page cannot reach it by DNS rebinding.
  */
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { classifyInboundRequest } from '@modelcontextprotocol/server';
+import { toNodeHandler, type NodeMcpRequestHandler } from '@modelcontextprotocol/node';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import { BoundedEventStore } from './event-store.js';
 import type { GatewayPool } from './pool.js';
 import { createSessionServer, type GatewaySession } from './server.js';
 import { scopeFromRequest, type SessionScope } from './scope.js';
+import { createModernHttpLane, type ModernHttpLane } from './modern.js';
 
 /** The path the gateway answers on. */
 export const MCP_PATH = '/mcp';
@@ -86,7 +93,29 @@ interface HttpSession {
   expiry: NodeJS.Timeout | undefined;
 }
 
+/** A scope's stateless lane (2026-07-28) and what keeps it alive. */
+interface HttpLane {
+  id: string;
+  lane: ModernHttpLane;
+  node: NodeMcpRequestHandler;
+  scope: SessionScope;
+  /** Requests and listen streams of this lane still open. */
+  open: number;
+  /** Ends the lane once it has been idle for the session idle timeout; set while `open` is 0. */
+  expiry: NodeJS.Timeout | undefined;
+}
+
 const MIN_TOKEN_LENGTH = 16;
+
+function headerOf(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** The key of a scope's lane: its servers in code-point order, `*` for every server. */
+function laneKey(scope: SessionScope): string {
+  return scope === undefined ? '*' : [...scope].sort().join(',');
+}
 
 function jsonRpcError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   if (res.headersSent) {
@@ -95,6 +124,10 @@ function jsonRpcError(res: ServerResponse, status: number, message: string, head
   }
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: status === 404 ? -32001 : -32000, message }, id: null }));
+}
+
+function optional<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
 }
 
 function sameToken(given: string, expected: string): boolean {
@@ -158,6 +191,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     });
   }
   const sessions = new Map<string, HttpSession>();
+  const lanes = new Map<string, HttpLane>();
   /** Initializes under way: they count against maxSessions before their session exists. */
   let opening = 0;
   let port = 0;
@@ -188,6 +222,46 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
         if (s.open === 0 && sessions.get(id) === s) void closeSession(id, 'idle');
       }, idleMs).unref();
     });
+  };
+
+  const closeLane = (key: string, reason: SessionCloseReason = 'closed'): void => {
+    const l = lanes.get(key);
+    if (!l) return;
+    lanes.delete(key);
+    clearTimeout(l.expiry);
+    options.onSession?.({ type: 'close', id: l.id, scope: l.scope, ...(reason !== 'closed' ? { reason } : {}) });
+    l.lane.close();
+  };
+
+  /**
+   * The stateless lane of `scope`, opened on its first request. It stays
+   * attached (its servers held) while requests or listen streams come, and
+   * leaves the pool after the session idle timeout, like a 2025 session.
+   */
+  const laneFor = (scope: SessionScope, res: ServerResponse): HttpLane => {
+    const key = laneKey(scope);
+    let l = lanes.get(key);
+    if (!l) {
+      const lane = createModernHttpLane(pool, {
+        scope,
+        ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
+      });
+      l = { id: `stateless:${key}`, lane, node: toNodeHandler(lane.handler, { maxRequestBodySize: maxBodyBytes }), scope, open: 0, expiry: undefined };
+      lanes.set(key, l);
+      options.onSession?.({ type: 'open', id: l.id, scope });
+    }
+    const entry = l;
+    entry.open++;
+    clearTimeout(entry.expiry);
+    entry.expiry = undefined;
+    res.once('close', () => {
+      entry.open--;
+      if (entry.open > 0 || lanes.get(key) !== entry) return;
+      entry.expiry = setTimeout(() => {
+        if (entry.open === 0 && lanes.get(key) === entry) closeLane(key, 'idle');
+      }, idleMs).unref();
+    });
+    return entry;
   };
 
   /** The least recently used session with nothing open, if any. */
@@ -283,8 +357,30 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     } catch (err) {
       return jsonRpcError(res, 400, describeError(err));
     }
-    if (!isInitializeRequest(body)) return jsonRpcError(res, 400, 'no Mcp-Session-Id header: the first request of a session must be initialize');
-    return openSession(req, res, url, body);
+    if (isInitializeRequest(body)) return openSession(req, res, url, body);
+    const era = classifyInboundRequest({
+      httpMethod: 'POST',
+      body,
+      ...optional('protocolVersionHeader', headerOf(req, 'mcp-protocol-version')),
+      ...optional('mcpMethodHeader', headerOf(req, 'mcp-method')),
+      ...optional('mcpNameHeader', headerOf(req, 'mcp-name')),
+    });
+    if (era.kind === 'legacy') {
+      return jsonRpcError(
+        res,
+        400,
+        'no Mcp-Session-Id header: the first request of a session must be initialize (protocol 2025-11-25 and older), ' +
+          'or the request must carry the per-request _meta envelope of protocol 2026-07-28',
+      );
+    }
+    // The 2026-07-28 lane; a malformed envelope is the SDK's to answer (with its precise error).
+    let scope: SessionScope;
+    try {
+      scope = scopeFromRequest(url, req.headers);
+    } catch (err) {
+      return jsonRpcError(res, 400, `${describeError(err)}${err instanceof McpReconcilerError && err.hint ? ` (${err.hint})` : ''}`);
+    }
+    return laneFor(scope, res).node(req, res, body);
   };
 
   const http: HttpServer = createServer((req, res) => {
@@ -321,6 +417,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
       closing ??= (async () => {
         stopping = true;
         await Promise.allSettled([...sessions.keys()].map((id) => closeSession(id)));
+        for (const key of [...lanes.keys()]) closeLane(key);
         // Open SSE streams would keep close() waiting forever.
         http.closeAllConnections();
         await new Promise<void>((resolve) => http.close(() => resolve()));

@@ -17,7 +17,9 @@ export {
   type ResolvedName,
 } from './naming.js';
 export { createSessionServer, GATEWAY_INFO, type GatewaySession, type SessionServerOptions } from './server.js';
-export { serveStdio, type StdioGateway, type StdioGatewayOptions } from './stdio.js';
+export { serveStdio, eraOfFirstMessage, type StdioGateway, type StdioGatewayOptions, type StdioEra } from './stdio.js';
+export { createModernServer, createModernLane, createModernHttpLane, type ModernLane, type ModernHttpLane, type ModernNotifier } from './modern.js';
+export { createSessionCore, type SessionCore, type CallContext } from './session-core.js';
 export { startHttpGateway, MCP_PATH, GATEWAY_SESSION_IDLE_TIMEOUT_MS, type HttpGateway, type HttpGatewayOptions, type SessionCloseReason } from './http.js';
 export { parseServerList, scopeFromRequest, inScope, describeScope, SCOPE_HEADERS, SCOPE_QUERY_PARAM, type SessionScope } from './scope.js';
 export { BoundedEventStore } from './event-store.js';

@@ -13,32 +13,15 @@
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  ErrorCode as McpErrorCode,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
-  McpError,
   ReadResourceRequestSchema,
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
-  type ReadResourceResult,
-  type Resource,
-  type ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
-import { ErrorCode, McpReconcilerError } from '../errors.js';
 import type { GatewayPool } from './pool.js';
-import { inScope, type SessionScope } from './scope.js';
-
-/** JSON-RPC error of a resource no server in the session's scope has (MCP's "Resource not found"). */
-const RESOURCE_NOT_FOUND = -32002;
-
-/** Options of {@link serveResources}. */
-export interface SessionResourcesOptions {
-  /** The pool session the requests belong to (`pool.ready` waits for its servers). */
-  sessionId: string;
-  scope: SessionScope;
-  /** Limit of one forwarded read or subscribe, the wait for a dormant server included. */
-  timeoutMs: number;
-}
+import { inScope } from './scope.js';
+import { asResourceError, type SessionCore } from './session-core.js';
 
 /** A session's resource handlers; `close()` ends its subscriptions. */
 export interface SessionResources {
@@ -46,26 +29,16 @@ export interface SessionResources {
   close(): Promise<void>;
 }
 
-/** A registry entry without what only the controller needs (server, generation, cached). */
-function asListed<T extends { server: string; generation: number; cached?: true }>(entry: T): Omit<T, 'server' | 'generation' | 'cached'> {
-  const { server: _server, generation: _generation, cached: _cached, ...listed } = entry;
-  return listed;
-}
-
-/** The controller's error as the JSON-RPC error a client gets (its message is the reason and the fix). */
-function asMcpError(err: unknown): unknown {
-  if (!(err instanceof McpReconcilerError)) return err;
-  return new McpError(err.code === ErrorCode.UnknownTool ? RESOURCE_NOT_FOUND : McpErrorCode.InvalidParams, err.message, { ...err.details });
-}
-
 /**
  * Serve resources on `server` (one session) from `pool`'s controller:
  * declares the `resources` capability with `subscribe` and `listChanged`
  * and installs the handlers. Call before the server connects.
  */
-export function serveResources(server: Server, pool: GatewayPool, options: SessionResourcesOptions): SessionResources {
+export function serveResources(server: Server, pool: GatewayPool, core: SessionCore): SessionResources {
   const { controller } = pool;
-  const { scope, sessionId, timeoutMs } = options;
+  const { scope } = core;
+  const sessionId = core.session.id;
+  const timeoutMs = core.callTimeoutMs;
   const servers = scope === undefined ? undefined : [...scope];
   server.registerCapabilities({ resources: { subscribe: true, listChanged: true } });
 
@@ -80,24 +53,9 @@ export function serveResources(server: Server, pool: GatewayPool, options: Sessi
     await off?.();
   };
 
-  server.setRequestHandler(ListResourcesRequestSchema, async () => {
-    await pool.ready(sessionId);
-    return { resources: controller.resources(servers).map((r) => asListed(r) as Resource) };
-  });
-
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => {
-    await pool.ready(sessionId);
-    return { resourceTemplates: controller.resourceTemplates(servers).map((t) => asListed(t) as ResourceTemplate) };
-  });
-
-  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra): Promise<ReadResourceResult> => {
-    await pool.ready(sessionId);
-    try {
-      return await controller.readResource(request.params.uri, { servers, signal: extra.signal, timeoutMs });
-    } catch (err) {
-      throw asMcpError(err);
-    }
-  });
+  server.setRequestHandler(ListResourcesRequestSchema, () => core.listResources());
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => core.listResourceTemplates());
+  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => core.readResource(request.params, { signal: extra.signal }));
 
   server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
     await pool.ready(sessionId);
@@ -114,7 +72,7 @@ export function serveResources(server: Server, pool: GatewayPool, options: Sessi
       await subscribing;
     } catch (err) {
       subscriptions.delete(uri);
-      throw asMcpError(err);
+      throw asResourceError(err);
     }
     return {};
   });

@@ -1,9 +1,12 @@
 /**
  * The official MCP client conformance suite (@modelcontextprotocol/conformance
  * 0.1.16) against conformance/client.ts, the client that uses only the public
- * API (docs/oauth.md): the same runner as `npm run conformance`, run once as a
- * child process from the built tree (`npm test` builds first via `pretest`),
- * then one test per scenario so a failure names it.
+ * API (docs/oauth.md): the same runner as `npm run conformance --suite current`,
+ * run once as a child process from the built tree (`npm test` builds first via
+ * `pretest`), then one test per scenario so a failure names it. Then the
+ * newest suite (0.2.0-alpha.12, `--suite next`): every client scenario each
+ * protocol revision requires ran at its wire with our client and the raw SDK
+ * v2 client beside it; our client passes every one on the 2025-11-25 wire.
  *
  * Made not to flake on a busy 2-core box, where vitest runs another test
  * file beside this one: one scenario at a time (`sse-retry` measures the
@@ -21,6 +24,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCENARIOS } from '../../conformance/scenarios.js';
 
 interface Row {
+  suite: string;
+  wire: string;
+  client: 'ours' | 'raw-v2';
   scenario: string;
   passed: number;
   failed: number;
@@ -71,9 +77,9 @@ function stopRunner(): void {
   }, 5_000).unref();
 }
 
-function runSuite(jsonFile: string): Promise<{ code: number | null; output: string }> {
+function runSuite(jsonFile: string, suite: 'current' | 'next', budgetMs = RUN_BUDGET_MS): Promise<{ code: number | null; output: string }> {
   return new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, [RUNNER, '--concurrency', '1', '--retries', '1', '--json', jsonFile], {
+    const child = spawn(process.execPath, [RUNNER, '--suite', suite, '--concurrency', suite === 'current' ? '1' : '2', '--retries', '1', '--json', jsonFile], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -82,9 +88,9 @@ function runSuite(jsonFile: string): Promise<{ code: number | null; output: stri
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const timer = setTimeout(() => {
-      output += `\nconformance: the run overran ${RUN_BUDGET_MS / 1000} s and was stopped\n`;
+      output += `\nconformance: the run overran ${budgetMs / 1000} s and was stopped\n`;
       stopRunner();
-    }, RUN_BUDGET_MS);
+    }, budgetMs);
     child.on('error', (err) => {
       clearTimeout(timer);
       reject(err);
@@ -106,7 +112,7 @@ describe('MCP client conformance suite (public-API client)', () => {
     ensureBuilt();
     dir = mkdtempSync(join(tmpdir(), 'mcpr-conformance-test-'));
     const jsonFile = join(dir, 'rows.json');
-    const result = await runSuite(jsonFile);
+    const result = await runSuite(jsonFile, 'current');
     output = result.output;
     exitCode = result.code;
     if (existsSync(jsonFile)) rows = JSON.parse(readFileSync(jsonFile, 'utf8')) as Row[];
@@ -131,5 +137,45 @@ describe('MCP client conformance suite (public-API client)', () => {
     expect(row, `no result for ${scenario}:\n${output}`).toBeDefined();
     expect(row!.failures, `${scenario} failed checks`).toEqual([]);
     expect(row!.passed).toBeGreaterThan(0);
+  });
+});
+
+/** The newest suite's run: ~50 scenarios × 2 clients; ~10 min on a busy 2-core box. */
+const NEXT_BUDGET_MS = 20 * 60_000;
+
+describe('MCP client conformance suite, newest (both wires, our client beside the raw SDK v2 client)', () => {
+  let dir: string;
+  let rows: Row[] = [];
+  let output = '';
+
+  beforeAll(async () => {
+    ensureBuilt();
+    dir = mkdtempSync(join(tmpdir(), 'mcpr-conformance-next-test-'));
+    const jsonFile = join(dir, 'rows.json');
+    output = (await runSuite(jsonFile, 'next', NEXT_BUDGET_MS)).output;
+    if (existsSync(jsonFile)) rows = JSON.parse(readFileSync(jsonFile, 'utf8')) as Row[];
+    console.log(`\n${output.trimEnd()}\n`);
+  }, NEXT_BUDGET_MS + 60_000);
+
+  afterAll(() => {
+    stopRunner();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('ran each required client scenario at both wires, with both clients', () => {
+    for (const wire of ['2025-11-25', '2026-07-28']) {
+      const at = rows.filter((r) => r.wire === wire);
+      expect(at.length, `${wire}:\n${output}`).toBeGreaterThan(10);
+      for (const scenario of new Set(at.map((r) => r.scenario))) {
+        expect(at.filter((r) => r.scenario === scenario).map((r) => r.client).sort(), scenario).toEqual(['ours', 'raw-v2']);
+      }
+    }
+    expect(rows.find((r) => r.wire === '2026-07-28' && r.scenario === 'request-metadata'), 'a scenario only the new wire has').toBeDefined();
+    expect(output).toMatch(/wire 2026-07-28: ours \d+\/\d+, raw SDK v2 \d+\/\d+ scenarios passed/);
+  });
+
+  it('our client passes every scenario the 2025-11-25 wire requires', () => {
+    const failed = rows.filter((r) => r.wire === '2025-11-25' && r.client === 'ours' && r.failed > 0);
+    expect(failed.map((r) => `${r.scenario}: ${r.failures.join('; ')}`)).toEqual([]);
   });
 });

@@ -1,0 +1,40 @@
+/**
+ * What both conformance clients (conformance/client.ts, ours; and
+ * conformance/client-v2.ts, the raw SDK v2 reference) share: the context the
+ * suite passes, the client ID metadata URL, and plausible tool arguments.
+ */
+
+/** Context fields the suite may pass in MCP_CONFORMANCE_CONTEXT (all optional: most scenarios pass none). */
+export interface ConformanceContext {
+  client_id?: string;
+  client_secret?: string;
+  private_key_pem?: string;
+  signing_algorithm?: string;
+  /** Cross-app access (SEP-990): the user's ID token and where to exchange it. */
+  idp_client_id?: string;
+  idp_id_token?: string;
+  idp_issuer?: string;
+  idp_token_endpoint?: string;
+}
+
+/**
+ * A client ID metadata document URL (SEP-991) as a host would publish one;
+ * the suite's authorization servers accept any https URL with a path.
+ */
+export const CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json';
+
+/** Plausible arguments for a tool's input schema: every required property gets a value of its type. */
+export function argumentsFor(inputSchema: unknown): Record<string, unknown> {
+  const schema = inputSchema as { properties?: Record<string, { type?: string; enum?: unknown[] }>; required?: string[] };
+  const args: Record<string, unknown> = {};
+  for (const name of schema.required ?? []) {
+    const prop = schema.properties?.[name] ?? {};
+    if (prop.enum?.length) args[name] = prop.enum[0];
+    else if (prop.type === 'number' || prop.type === 'integer') args[name] = 1;
+    else if (prop.type === 'boolean') args[name] = true;
+    else if (prop.type === 'array') args[name] = [];
+    else if (prop.type === 'object') args[name] = {};
+    else args[name] = 'conformance';
+  }
+  return args;
+}

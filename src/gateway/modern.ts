@@ -1,0 +1,145 @@
+/**
+ * The gateway on the 2026-07-28 revision (SPEC §15): stateless requests,
+ * each carrying its protocol version and client capabilities in `_meta`,
+ * `server/discover` instead of `initialize`, list changes delivered on
+ * `subscriptions/listen` streams, and no server-to-client requests. SDK v2
+ * (`@modelcontextprotocol/server`) serves the wire; the answers are the
+ * session core's (src/gateway/session-core.ts), the same as on the 2025 lane.
+ *
+ * A *lane* is what stands in for a session here: one per scope, attached to
+ * the pool while requests or listen streams of that scope keep coming (so
+ * its servers are held, and released after the idle timeout like a 2025
+ * session's), with the `tools/list` additions of `search_tools` shared by
+ * every client of that scope.
+ */
+import { Server as ServerV2, createMcpHandler, type McpHttpHandler, type ServerContext } from '@modelcontextprotocol/server';
+import type { GatewayPool } from './pool.js';
+import { inScope, type SessionScope } from './scope.js';
+import { createSessionCore, GATEWAY_INFO, gatewayInstructions, type CallContext, type SessionCore } from './session-core.js';
+
+/** What a lane tells its clients when the registry changes in its scope. */
+export interface ModernNotifier {
+  toolsChanged(): void;
+  promptsChanged(): void;
+  resourcesChanged(): void;
+}
+
+/**
+ * A v2 server instance answering from `core`: built per HTTP request (the
+ * SDK's stateless model) or once per stdio connection. Cheap: handlers only.
+ */
+export function createModernServer(pool: GatewayPool, core: SessionCore): ServerV2 {
+  const server = new ServerV2(GATEWAY_INFO, {
+    capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true } },
+    instructions: gatewayInstructions(pool),
+  });
+  // The two SDK majors declare the same wire shapes as separate types.
+  const asV2 = <T>(p: Promise<unknown>): Promise<T> => p as Promise<T>;
+  server.setRequestHandler('tools/list', () => asV2(core.listTools()));
+  server.setRequestHandler('prompts/list', () => asV2(core.listPrompts()));
+  server.setRequestHandler('resources/list', () => asV2(core.listResources()));
+  server.setRequestHandler('resources/templates/list', () => asV2(core.listResourceTemplates()));
+  server.setRequestHandler('resources/read', (request, ctx) => asV2(core.readResource(request.params, { signal: ctx.mcpReq.signal })));
+  server.setRequestHandler('prompts/get', (request, ctx) => asV2(core.getPrompt(request.params, { signal: ctx.mcpReq.signal })));
+  server.setRequestHandler('tools/call', (request, ctx) => asV2(core.callTool(request.params, callContext(request.params._meta?.progressToken, ctx))));
+  return server;
+}
+
+function callContext(progressToken: string | number | undefined, ctx: ServerContext): CallContext {
+  return {
+    signal: ctx.mcpReq.signal,
+    requestId: ctx.mcpReq.id,
+    ...(progressToken !== undefined
+      ? {
+          progress: (p) => {
+            ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined);
+          },
+        }
+      : {}),
+  };
+}
+
+/** Options of {@link createModernLane}. */
+export interface ModernLaneOptions {
+  scope: SessionScope;
+  /** `http` or `stdio`, for status and logs. */
+  transport: string;
+  callTimeoutMs?: number;
+  /** Where list changes go: the HTTP handler's listen bus, or the stdio connection's instance. */
+  notifier: () => ModernNotifier | undefined;
+}
+
+/** A scope's place in the pool on the 2026-07-28 lane. */
+export interface ModernLane {
+  readonly core: SessionCore;
+  /** Leave the pool and stop notifying. Idempotent. */
+  close(): void;
+}
+
+/**
+ * Attach a lane for `scope` to `pool`: its core, with the registry's list
+ * changes (coalesced per tick, like the 2025 lane's) sent to `notifier()`.
+ */
+export function createModernLane(pool: GatewayPool, options: ModernLaneOptions): ModernLane {
+  const dirty = { tools: false, prompts: false, resources: false };
+  let flushing: NodeJS.Immediate | undefined;
+  const flush = (): void => {
+    flushing = undefined;
+    const notify = options.notifier();
+    if (notify) {
+      if (dirty.tools) notify.toolsChanged();
+      if (dirty.prompts) notify.promptsChanged();
+      if (dirty.resources) notify.resourcesChanged();
+    }
+    dirty.tools = dirty.prompts = dirty.resources = false;
+  };
+  const mark = (what: keyof typeof dirty): void => {
+    dirty[what] = true;
+    flushing ??= setImmediate(flush);
+  };
+  const core = createSessionCore(pool, {
+    scope: options.scope,
+    transport: options.transport,
+    ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
+    // No elicit/sample: the 2026-07-28 revision has no server-to-client requests.
+    listener: { toolsChanged: () => mark('tools'), promptsChanged: () => mark('prompts') },
+  });
+  const offResources = pool.controller.on('resources-changed', (change) => {
+    if (inScope(options.scope, change.server)) mark('resources');
+  });
+  let closed = false;
+  return {
+    core,
+    close: () => {
+      if (closed) return;
+      closed = true;
+      offResources();
+      if (flushing) clearImmediate(flushing);
+      core.session.release();
+    },
+  };
+}
+
+/** A lane served over HTTP: the SDK's stateless handler (`legacy: 'reject'`, the 2025 lane is the gateway's own). */
+export interface ModernHttpLane extends ModernLane {
+  readonly handler: McpHttpHandler;
+}
+
+/** {@link createModernLane} behind an SDK v2 HTTP handler whose listen bus hears the lane's list changes. */
+export function createModernHttpLane(pool: GatewayPool, options: Omit<ModernLaneOptions, 'notifier' | 'transport'> & { onerror?: (err: Error) => void }): ModernHttpLane {
+  let handler: McpHttpHandler | undefined;
+  const lane = createModernLane(pool, { ...options, transport: 'http', notifier: () => handler?.notify });
+  handler = createMcpHandler(() => createModernServer(pool, lane.core), {
+    legacy: 'reject',
+    ...(options.onerror ? { onerror: options.onerror } : {}),
+  });
+  const h = handler;
+  return {
+    core: lane.core,
+    handler: h,
+    close: () => {
+      lane.close();
+      void h.close().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,207 @@
+/**
+ * What one gateway session answers, whatever the protocol revision it is
+ * served on: its place in the pool (scope, holds, readiness), its tool
+ * exposure, and the answers to `tools/list`, `tools/call`, `prompts/list`,
+ * `prompts/get` and the resource reads. The 2025 lane (src/gateway/server.ts,
+ * SDK v1, sessions) and the 2026-07-28 lane (src/gateway/modern.ts, SDK v2,
+ * stateless) both bind these same functions to their SDK's server, so the
+ * two revisions cannot drift apart (SPEC §15).
+ */
+import {
+  ErrorCode as McpErrorCode,
+  McpError,
+  type CallToolResult,
+  type GetPromptResult,
+  type Prompt,
+  type ReadResourceResult,
+  type Resource,
+  type ResourceTemplate,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
+import type { GatewayPool, PoolSession, SessionListener } from './pool.js';
+import { inScope, type SessionScope } from './scope.js';
+import { outsideScope, unservedName } from './refusals.js';
+import { SessionExposure } from './exposure.js';
+
+/** The gateway's name and version in `initialize` and `server/discover`. */
+export const GATEWAY_INFO = Object.freeze({ name: 'mcp-reconciler', version: '0.1.0' });
+
+/** The gateway's `instructions`, naming its tools' pattern. */
+export function gatewayInstructions(pool: GatewayPool): string {
+  return (
+    `Tools of the MCP servers managed by mcp-reconciler, named ${pool.names.pattern}. The list follows the workspace config live; ` +
+    'a tool whose server is unavailable answers with the reason and the fix.'
+  );
+}
+
+/** The limit of one forwarded call when none is given (restarted by each progress notification). */
+export const DEFAULT_CALL_TIMEOUT_MS = 600_000;
+
+/** JSON-RPC error of a resource no server in the session's scope has (MCP's "Resource not found"). */
+export const RESOURCE_NOT_FOUND = -32002;
+
+/** Options of {@link createSessionCore}. */
+export interface SessionCoreOptions {
+  scope: SessionScope;
+  /** `stdio`, `http` or `http-stateless`, for status and logs. */
+  transport: string;
+  callTimeoutMs?: number;
+  /** Told about registry changes in the scope, and asked to forward elicitation/sampling (2025 lane only). */
+  listener: SessionListener;
+}
+
+/** How a `tools/call` reaches the core: its abort signal, its id, and where progress goes. */
+export interface CallContext {
+  signal: AbortSignal;
+  requestId: string | number;
+  /** Set when the client asked for progress (`_meta.progressToken`). */
+  progress?: (p: { progress: number; total?: number; message?: string }) => void;
+}
+
+/** One session's answers; bind them to an SDK server. */
+export interface SessionCore {
+  readonly session: PoolSession;
+  readonly scope: SessionScope;
+  readonly callTimeoutMs: number;
+  listTools(): Promise<{ tools: Tool[] }>;
+  callTool(params: { name: string; arguments?: Record<string, unknown> }, ctx: CallContext): Promise<CallToolResult>;
+  listPrompts(): Promise<{ prompts: Prompt[] }>;
+  getPrompt(params: { name: string; arguments?: Record<string, string> }, ctx: { signal: AbortSignal }): Promise<GetPromptResult>;
+  listResources(): Promise<{ resources: Resource[] }>;
+  listResourceTemplates(): Promise<{ resourceTemplates: ResourceTemplate[] }>;
+  readResource(params: { uri: string }, ctx: { signal: AbortSignal }): Promise<ReadResourceResult>;
+}
+
+function errorResult(text: string): CallToolResult {
+  return { content: [{ type: 'text', text }], isError: true };
+}
+
+/**
+ * Errors that are the tool's or the server's state, not the protocol's: the
+ * model gets them as a tool result it can read (SPEC §7's reason text).
+ */
+const TOOL_ERROR_CODES = new Set<string>([ErrorCode.ToolUnavailable, ErrorCode.UnknownTool, ErrorCode.Timeout, ErrorCode.OutputContract]);
+
+/** A registry entry without what only the controller needs (server, generation, cached). */
+function asListed<T extends { server: string; generation: number; cached?: true }>(entry: T): Omit<T, 'server' | 'generation' | 'cached'> {
+  const { server: _server, generation: _generation, cached: _cached, ...listed } = entry;
+  return listed;
+}
+
+/** The controller's error as the JSON-RPC error a client gets (its message is the reason and the fix). */
+export function asResourceError(err: unknown): unknown {
+  if (!(err instanceof McpReconcilerError)) return err;
+  return new McpError(err.code === ErrorCode.UnknownTool ? RESOURCE_NOT_FOUND : McpErrorCode.InvalidParams, err.message, { ...err.details });
+}
+
+/** Attach a session to `pool` and build its answers. */
+export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions): SessionCore {
+  const { controller, names } = pool;
+  const { scope } = options;
+  const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+  const session = pool.attach(scope, options.transport, options.listener);
+  const servers = scope === undefined ? undefined : [...scope];
+  // `serve --tools search|auto`: what the list shows, and the search pair.
+  const exposure = new SessionExposure(controller, names, scope, () => options.listener.toolsChanged());
+
+  return {
+    session,
+    scope,
+    callTimeoutMs,
+    async listTools() {
+      await pool.ready(session.id);
+      const exposed = exposure.list(names.tools().filter(({ entry }) => inScope(scope, entry.server)));
+      const tools: Tool[] = exposed.tools.map(({ name, entry: t }) => ({
+        name,
+        ...(t.title !== undefined ? { title: t.title } : {}),
+        ...(t.description !== undefined ? { description: t.description } : {}),
+        inputSchema: t.inputSchema,
+        ...(t.outputSchema !== undefined ? { outputSchema: t.outputSchema } : {}),
+        ...(t.annotations !== undefined ? { annotations: t.annotations } : {}),
+      }));
+      return { tools: [...tools, ...exposed.own] };
+    },
+
+    async listPrompts() {
+      await pool.ready(session.id);
+      const prompts: Prompt[] = names
+        .prompts()
+        .filter(({ entry }) => inScope(scope, entry.server))
+        .map(({ name, entry: p }) => ({
+          name,
+          ...(p.description !== undefined ? { description: p.description } : {}),
+          ...(p.arguments !== undefined ? { arguments: p.arguments } : {}),
+        }));
+      return { prompts };
+    },
+
+    // Each call resolves the name through the naming table to one registered entry, checks
+    // the scope on that entry's server (the one that answers), and hands the controller that
+    // entry's registry name in the same tick, so no registry change can come between.
+    async callTool(params, ctx) {
+      await pool.ready(session.id);
+      const routed = await exposure.route(params.name, params.arguments);
+      if (routed && 'result' in routed) return routed.result;
+      const name = routed ? routed.name : params.name;
+      const args = routed ? routed.arguments : params.arguments;
+      const resolved = names.resolve('tool', name);
+      if (resolved.kind !== 'entry') return errorResult(unservedName(controller, names, scope, 'Tool', name, resolved));
+      const { server: owner, name: registryName } = resolved.entry;
+      if (!inScope(scope, owner)) return errorResult(outsideScope('Tool', name, owner, scope));
+      const endCall = pool.trackCall(session.id, owner, ctx.requestId);
+      try {
+        return await controller.callTool(registryName, args ?? {}, {
+          signal: ctx.signal,
+          timeoutMs: callTimeoutMs,
+          ...(ctx.progress ? { onprogress: ctx.progress } : {}),
+        });
+      } catch (err) {
+        if (err instanceof McpReconcilerError && TOOL_ERROR_CODES.has(err.code)) return errorResult(names.rename(err.message, registryName, name));
+        if (err instanceof McpError && err.code === McpErrorCode.RequestTimeout) {
+          return errorResult(`Tool ${name} did not answer within ${callTimeoutMs} ms without progress; the gateway cancelled the call. Start the gateway with a larger --call-timeout MS if the tool needs longer.`);
+        }
+        // The managed server's own protocol errors (invalid params, …) reach the client as they were sent.
+        if (err instanceof McpError) throw err;
+        return errorResult(`Tool ${name} failed: ${describeError(err)}`);
+      } finally {
+        endCall();
+      }
+    },
+
+    async getPrompt(params, ctx) {
+      await pool.ready(session.id);
+      const name = params.name;
+      // prompts/get has no error result: the reason text travels as the JSON-RPC error message.
+      const resolved = names.resolve('prompt', name);
+      if (resolved.kind !== 'entry') throw new McpError(McpErrorCode.InvalidParams, unservedName(controller, names, scope, 'Prompt', name, resolved));
+      const { server: owner, name: registryName } = resolved.entry;
+      if (!inScope(scope, owner)) throw new McpError(McpErrorCode.InvalidParams, outsideScope('Prompt', name, owner, scope));
+      try {
+        return await controller.getPrompt(registryName, params.arguments ?? {}, { signal: ctx.signal, timeoutMs: callTimeoutMs });
+      } catch (err) {
+        if (err instanceof McpReconcilerError) throw new McpError(McpErrorCode.InvalidParams, names.rename(err.message, registryName, name));
+        throw err;
+      }
+    },
+
+    async listResources() {
+      await pool.ready(session.id);
+      return { resources: controller.resources(servers).map((r) => asListed(r) as Resource) };
+    },
+
+    async listResourceTemplates() {
+      await pool.ready(session.id);
+      return { resourceTemplates: controller.resourceTemplates(servers).map((t) => asListed(t) as ResourceTemplate) };
+    },
+
+    async readResource(params, ctx) {
+      await pool.ready(session.id);
+      try {
+        return await controller.readResource(params.uri, { servers, signal: ctx.signal, timeoutMs: callTimeoutMs });
+      } catch (err) {
+        throw asResourceError(err);
+      }
+    },
+  };
+}
