@@ -16,8 +16,7 @@ import { controllerOptionsFor } from './controller-session.js';
 import { cliBuild, cliDaemonPaths, globalOf } from './daemon-link.js';
 import { untilStopped } from './until-stopped.js';
 import { parseServeArgs, type ServeArgs } from './commands/serve.js';
-
-import { DAEMON_IDLE_ENV } from './commands/daemon.js';
+import { DAEMON_IDLE_ENV } from '../daemon/protocol.js';
 
 /**
  * The workspace key of a session: everything that shapes its controller and

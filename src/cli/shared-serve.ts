@@ -8,12 +8,10 @@ import { runShim } from '../daemon/shim.js';
 import type { CliContext } from './command.js';
 import { cliBuild, cliDaemonPaths, sessionRequest, spawnDaemon } from './daemon-link.js';
 import { writeRaw } from './output.js';
-import { parseServeArgs } from './commands/serve.js';
 
 /** Run the shim until the client closes stdin; the exit code. */
 export async function runSharedStdio(ctx: CliContext): Promise<number> {
-  // Usage errors here, before any daemon is started.
-  parseServeArgs(ctx);
+  // serve's run checked the options (usage errors come before any daemon starts).
   const { io } = ctx;
   const log = (line: string): void => void io.stderr.write(`mcp-reconciler serve: ${line}\n`);
   const paths = cliDaemonPaths(io.env);

@@ -10,6 +10,9 @@ import type { Socket } from 'node:net';
 /** How long a daemon with no session stays up by default: as long as an unused gateway server (GATEWAY_IDLE_TIMEOUT_MS). */
 export const DAEMON_IDLE_TIMEOUT_MS = 300_000;
 
+/** Environment variable with the idle timeout in ms of a daemon a client starts (it inherits the client's environment). */
+export const DAEMON_IDLE_ENV = 'MCP_RECONCILER_DAEMON_IDLE_TIMEOUT';
+
 /** Bumped when the hello or welcome changes shape. */
 export const DAEMON_PROTOCOL = 1;
 

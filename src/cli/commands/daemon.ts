@@ -1,8 +1,6 @@
-import { DAEMON_IDLE_TIMEOUT_MS } from '../../daemon/protocol.js';
+import { DAEMON_IDLE_ENV, DAEMON_IDLE_TIMEOUT_MS } from '../../daemon/protocol.js';
 import type { CliCommand } from '../command.js';
 
-/** Environment variable with the daemon's idle timeout in ms, for daemons a client starts. */
-export const DAEMON_IDLE_ENV = 'MCP_RECONCILER_DAEMON_IDLE_TIMEOUT';
 
 /** `daemon`: the machine-wide server pool that `serve --stdio --shared` sessions attach to. */
 export const daemonCommand: CliCommand = {
