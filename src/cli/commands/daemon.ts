@@ -10,7 +10,6 @@ export const daemonCommand: CliCommand = {
     'mcp-reconciler daemon                        # in the foreground (clients start it by themselves when absent)',
     'mcp-reconciler daemon --idle-timeout 60000   # exit after a minute without sessions',
     'mcp-reconciler daemon --stop                 # stop the running daemon of this build',
-    'mcp-reconciler status --shared               # its workspaces, sessions and who holds which server',
   ],
   options: {
     'idle-timeout': { type: 'string', value: 'MS', help: `exit after MS with no session (default ${DAEMON_IDLE_TIMEOUT_MS}, or $${DAEMON_IDLE_ENV})` },
