@@ -4,7 +4,7 @@
  * (docs/daemon.md).
  */
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, realpathSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { buildIdentity, daemonDir, daemonPaths, ensurePrivateDir, type BuildIdentity, type DaemonPaths } from '../daemon/paths.js';
 import type { SessionRequest } from '../daemon/protocol.js';
@@ -58,11 +58,19 @@ export function cliDaemonPaths(env: NodeJS.ProcessEnv): DaemonPaths {
 /**
  * Start `mcp-reconciler daemon` detached (its own session: a terminal's
  * Ctrl-C or the client's exit does not reach it), with the environment
- * `env` and its output appended to the daemon log.
+ * `env` (so its servers see what a plain `serve` started by this client
+ * would have passed them) and its output appended to the daemon log.
  */
 export function spawnDaemon(paths: DaemonPaths, env: NodeJS.ProcessEnv): SpawnedDaemon {
   ensurePrivateDir(paths.dir);
-  const log = openSync(paths.log, 'a', 0o600);
+  // Appended to, and started afresh once it passed 1 MiB: a log must not grow for ever.
+  let size = 0;
+  try {
+    size = statSync(paths.log).size;
+  } catch {
+    // no log yet
+  }
+  const log = openSync(paths.log, size > 1024 * 1024 ? 'w' : 'a', 0o600);
   let exit: { code: number | null; signal: string | null } | undefined;
   try {
     const child = spawn(process.execPath, [entryScript(), 'daemon'], { detached: true, stdio: ['ignore', log, log], env, cwd: paths.dir });
