@@ -7,3 +7,4 @@ export { connectDaemon, connectSocket, greet, controlHello, DAEMON_START_TIMEOUT
 export { runShim, DAEMON_GONE_CODE, type ShimOptions } from './shim.js';
 export { daemonDir, daemonPaths, buildIdentity, checkPrivateDir, ensurePrivateDir, DAEMON_DIR_ENV, type BuildIdentity, type DaemonPaths } from './paths.js';
 export { DAEMON_PROTOCOL, DAEMON_IDLE_ENV, type DaemonHello, type DaemonWelcome, type DaemonStatus, type DaemonWorkspaceInfo, type DaemonSessionInfo, type SessionRequest } from './protocol.js';
+export { SharedMcpController, type SharedControllerOptions, type SharedTool } from './shared-controller.js';
