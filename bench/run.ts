@@ -6,7 +6,7 @@
  * on failure or Ctrl-C.
  *
  * Flags (for exploring; the defaults are what `npm run bench` measures):
- *   --only cold,reload,decision,crash,gateway,instant   run a subset
+ *   --only cold,reload,decision,crash,gateway,instant,daemon   run a subset
  *   --runs N                            runs per figure (minimum 5 unless --quick)
  *   --sweep 2,4,8,16,50                 connect concurrencies tried at N=50 besides the default
  *   --sizes 1,10,50                     server counts for cold start and reload (reload skips N=1)
@@ -28,11 +28,12 @@ import { decisionCost } from './decision-cost.js';
 import { crashRecovery, startCrashWorker } from './crash-recovery.js';
 import { gatewayBench } from './gateway.js';
 import { instantStart } from './instant-start.js';
+import { daemonBench } from './daemon.js';
 import type { BenchContext, MeasurementResult, Row } from './support/context.js';
 import { Workers } from './support/worker.js';
 
 const BENCH_DIR = fileURLToPath(new URL('../../bench/', import.meta.url));
-const MEASUREMENTS = ['cold', 'reload', 'decision', 'crash', 'gateway', 'instant'] as const;
+const MEASUREMENTS = ['cold', 'reload', 'decision', 'crash', 'gateway', 'instant', 'daemon'] as const;
 type Measurement = (typeof MEASUREMENTS)[number];
 
 function parse(): {
@@ -183,6 +184,10 @@ async function main(): Promise<void> {
     if (opts.only.has('gateway')) {
       ctx.log('6. gateway: added latency per call, one process per server across sessions');
       record('gateway', await gatewayBench(ctx));
+    }
+    if (opts.only.has('daemon')) {
+      ctx.log('8. daemon: one server pool for every session, RSS, added latency, a warm session\'s first tools/list');
+      record('daemon', await daemonBench(ctx));
     }
     if (crash) {
       ctx.log('5. crash recovery');

@@ -2,7 +2,21 @@
  * mcp-reconciler: keeps a workspace's MCP servers in the state their config
  * asks for. The public surface (SPEC §10), nothing else.
  */
-export { createMcpController, McpController } from './controller/controller.js';
+import { createMcpController as createLocalController, McpController } from './controller/controller.js';
+import type { McpControllerOptions } from './controller/types.js';
+import { SharedMcpController, type SharedControllerOptions } from './daemon/shared-controller.js';
+export { McpController, SharedMcpController, type SharedControllerOptions };
+export type { SharedTool } from './daemon/shared-controller.js';
+
+/**
+ * Create a controller. With `{ shared: true }` it is a session on the user's
+ * daemon instead (docs/daemon.md): the daemon runs the servers for every
+ * session on the machine, and this process runs none.
+ */
+export function createMcpController<O extends McpControllerOptions | SharedControllerOptions>(options: O): O extends SharedControllerOptions ? SharedMcpController : McpController {
+  const controller = 'shared' in options && options.shared === true ? new SharedMcpController(options) : createLocalController(options as McpControllerOptions);
+  return controller as O extends SharedControllerOptions ? SharedMcpController : McpController;
+}
 export type {
   McpControllerOptions,
   McpControllerEvents,

@@ -4,6 +4,7 @@ import { approveCommand, rejectCommand } from './approve.js';
 import { authCommand, logoutCommand } from './auth.js';
 import { callCommand } from './call.js';
 import { configCommand } from './config.js';
+import { daemonCommand } from './daemon.js';
 import { logsCommand } from './logs.js';
 import { reconnectCommand } from './reconnect.js';
 import { removeCommand } from './remove.js';
@@ -18,6 +19,7 @@ import { whyCommand } from './why.js';
 export const commands: readonly CliCommand[] = [
   watchCommand,
   serveCommand,
+  daemonCommand,
   statusCommand,
   toolsCommand,
   callCommand,

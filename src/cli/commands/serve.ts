@@ -22,7 +22,7 @@ function usage(message: string, hint: string): McpReconcilerError {
   return new McpReconcilerError(ErrorCode.Usage, message, { hint });
 }
 
-interface ServeArgs {
+export interface ServeArgs {
   stdio: boolean;
   http: boolean;
   port: number;
@@ -67,7 +67,8 @@ function parseExposure(v: CliContext['values']): ToolExposure | undefined {
   return { mode: mode ?? 'auto', ...(maxTools !== undefined ? { maxTools } : {}), ...(maxToolTokens !== undefined ? { maxToolTokens } : {}) };
 }
 
-function parseServeArgs(ctx: CliContext): ServeArgs {
+/** `serve`'s options, checked (usage errors say what to change). */
+export function parseServeArgs(ctx: CliContext): ServeArgs {
   const v = ctx.values;
   if (ctx.positionals.length > 0) throw usage(`serve takes no arguments (got "${ctx.positionals.join(' ')}")`, 'e.g. mcp-reconciler serve --stdio');
   const stdio = v.stdio === true;
@@ -92,6 +93,7 @@ function parseServeArgs(ctx: CliContext): ServeArgs {
     throw usage('--session-idle-timeout applies to --http only', 'a stdio session ends when its client closes stdin; add --http, or drop --session-idle-timeout');
   }
   if (stdio && !ctx.io.stdin) throw usage('serve --stdio needs a standard input', 'run it as the command of an MCP client');
+  if (v.shared === true && !stdio) throw usage('--shared applies to --stdio', 'use serve --stdio --shared; HTTP clients already share one gateway');
   const token = http ? ctx.io.env[GATEWAY_TOKEN_ENV] || undefined : undefined;
   return {
     stdio,
@@ -151,6 +153,8 @@ async function run(ctx: CliContext): Promise<number> {
       hint: 'remove the `mcp-reconciler serve` entry from the config files the gateway reads (or serve with another --preset)',
     });
   }
+  // The session goes to the user's daemon, which runs the servers for every session (docs/daemon.md).
+  if (ctx.values.shared === true) return (await import('../shared-serve.js')).runSharedStdio(ctx);
   const { GatewayPool, GATEWAY_IDLE_TIMEOUT_MS, serveStdio, startHttpGateway } = await import('../../gateway/index.js');
   // stdout may be the protocol channel: everything human goes to stderr.
   const log = (line: string): void => void io.stderr.write(`mcp-reconciler serve: ${line}\n`);
@@ -257,11 +261,13 @@ export const serveCommand: CliCommand = {
     'mcp-reconciler serve --stdio                # register this command in Claude Desktop, Cursor or VS Code',
     'mcp-reconciler serve --http --port 7331     # streamable HTTP on 127.0.0.1; the access token is printed on stderr',
     'mcp-reconciler serve --stdio --servers github,docs',
+    'mcp-reconciler serve --stdio --shared         # one server pool for every client on the machine (mcp-reconciler daemon)',
     'mcp-reconciler serve --stdio --max-tools 128      # VS Code: every tool while under 128, else search_tools + call_tool',
   ],
   summary: 'serve the managed servers’ tools and prompts as one MCP server (stdio or HTTP gateway)',
   options: {
     stdio: { type: 'boolean', help: 'serve one client on stdin/stdout (how MCP clients start local servers)' },
+    shared: { type: 'boolean', help: 'stdio: attach to the user’s daemon (started when absent), so every session shares one process per server' },
     http: { type: 'boolean', help: 'serve streamable HTTP on 127.0.0.1 (URL and access token printed on stderr)' },
     port: { type: 'string', value: 'N', help: `HTTP port (default: a free one); token from $${GATEWAY_TOKEN_ENV} when set` },
     servers: { type: 'string', value: 'a,b', help: 'limit the stdio session to these servers (HTTP: ?servers=a,b per session)' },

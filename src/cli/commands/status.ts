@@ -37,6 +37,7 @@ export function invalidToolWarnings(rows: readonly ServerStatus[]): string[] {
 }
 
 async function run(ctx: CliContext): Promise<number> {
+  if (ctx.values.shared === true) return (await import('../shared-status.js')).printSharedStatus(ctx);
   const issues: ConfigIssue[] = [];
   const readyTimeoutMs = parseTimeoutMs(ctx.values);
   // Without --timeout every starting server is reported with its outcome: connected, or
@@ -66,9 +67,11 @@ export const statusCommand: CliCommand = {
   examples: [
     "mcp-reconciler status                       # start, settle, print, exit",
     "mcp-reconciler status --timeout 30000 --json",
+    "mcp-reconciler status --shared              # the daemon's workspaces, sessions and who holds which server",
   ],
   summary: 'start the servers, wait until they settle, print their state, exit',
   options: {
+    shared: { type: 'boolean', help: 'show the running daemon instead: its workspaces, sessions, and which session holds which server' },
     timeout: {
       type: 'string',
       value: 'MS',
