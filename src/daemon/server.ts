@@ -11,6 +11,7 @@
  * socket too): its holds are released and the servers' idle timeout applies.
  * With no session left for the idle timeout, the daemon exits.
  */
+import { randomUUID } from 'node:crypto';
 import { rmSync, chmodSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import type { McpController } from '../controller/controller.js';
@@ -71,6 +72,8 @@ interface LiveSession {
   info: DaemonSessionInfo;
   gateway: StdioGateway;
   socket: Socket;
+  /** The session's scope, from the daemon's own resolution (the gateway's lanes each keep a copy). */
+  scope: SessionScope | undefined;
 }
 
 interface LiveWorkspace {
@@ -125,7 +128,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon | unde
         key: w.key,
         root: w.root,
         sessions: sessions.map((s) => {
-          const client = s.gateway.session.server.getClientVersion();
+          // Only the 2025 lane has a handshake naming the client.
+          const client = s.gateway.session?.server.getClientVersion();
           return { ...s.info, ...(client ? { client: `${client.name} ${client.version}` } : {}) };
         }),
         servers: (controller?.status() ?? [])
@@ -134,7 +138,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon | unde
             name: r.name,
             state: r.state,
             ...(r.pid !== undefined ? { pid: r.pid } : {}),
-            heldBy: sessions.filter((s) => inScope(s.gateway.session.session.scope, r.name)).map((s) => s.info.id),
+            heldBy: sessions.filter((s) => inScope(s.scope, r.name)).map((s) => s.info.id),
           })),
       };
     }),
@@ -212,10 +216,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon | unde
     });
     // readLine paused the socket; the transport's data listener alone would not resume it.
     socket.resume();
-    const id = gateway.session.session.id;
+    // The 2025 lane names its session only after the client's `initialize`; the daemon's own id is known now.
+    const id = randomUUID();
     const info: DaemonSessionInfo = { id, pid: hello.pid, since: Date.now(), ...(resolved.scope ? { servers: [...resolved.scope].sort() } : {}) };
     const workspace = w;
-    workspace.sessions.set(id, { info, gateway, socket });
+    workspace.sessions.set(id, { info, gateway, socket, scope: resolved.scope });
     clearTimeout(idleTimer);
     idleTimer = undefined;
     log(`session ${id} (pid ${hello.pid}) opened on ${workspace.root}`);
