@@ -20,6 +20,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['src/watch'],
   ['src/controller'],
   ['src/gateway', 'src/dashboard', 'src/viz'],
+  ['src/cluster'],
   ['src/cli'],
   ['src/index'],
 ];

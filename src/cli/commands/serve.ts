@@ -35,6 +35,8 @@ interface ServeArgs {
   sessionIdleTimeoutMs: number | undefined;
   separator: string | undefined;
   exposure: ToolExposure | undefined;
+  /** `--cluster` and `--workspace-id` (docs/cluster.md). */
+  cluster: { target: string; workspaceId: string } | undefined;
 }
 
 const EXPOSURE_MODES: readonly ToolExposureMode[] = ['all', 'search', 'auto'];
@@ -67,6 +69,19 @@ function parseExposure(v: CliContext['values']): ToolExposure | undefined {
   return { mode: mode ?? 'auto', ...(maxTools !== undefined ? { maxTools } : {}), ...(maxToolTokens !== undefined ? { maxToolTokens } : {}) };
 }
 
+/** `--cluster REDIS` with `--workspace-id ID`: both or neither, and only with --http. */
+function parseCluster(v: CliContext['values'], http: boolean): ServeArgs['cluster'] {
+  const target = typeof v.cluster === 'string' ? v.cluster.trim() : undefined;
+  const workspaceId = typeof v['workspace-id'] === 'string' ? v['workspace-id'].trim() : undefined;
+  if (target === undefined && workspaceId === undefined) return undefined;
+  if (!http) throw usage('--cluster applies to --http only', 'a clustered gateway serves many clients over HTTP: add --http');
+  if (!target) throw usage('--workspace-id needs --cluster', 'add --cluster redis://HOST:6379 (or a unix socket path), the Redis every replica shares');
+  if (!workspaceId) {
+    throw usage('--cluster needs --workspace-id', 'name the workspace every replica of this gateway shares, e.g. --workspace-id team-tools (approvals and listings are kept under it)');
+  }
+  return { target, workspaceId };
+}
+
 function parseServeArgs(ctx: CliContext): ServeArgs {
   const v = ctx.values;
   if (ctx.positionals.length > 0) throw usage(`serve takes no arguments (got "${ctx.positionals.join(' ')}")`, 'e.g. mcp-reconciler serve --stdio');
@@ -91,9 +106,11 @@ function parseServeArgs(ctx: CliContext): ServeArgs {
   if (v['session-idle-timeout'] !== undefined && !http) {
     throw usage('--session-idle-timeout applies to --http only', 'a stdio session ends when its client closes stdin; add --http, or drop --session-idle-timeout');
   }
+  const cluster = parseCluster(v, http);
   if (stdio && !ctx.io.stdin) throw usage('serve --stdio needs a standard input', 'run it as the command of an MCP client');
   const token = http ? ctx.io.env[GATEWAY_TOKEN_ENV] || undefined : undefined;
   return {
+    cluster,
     stdio,
     http,
     port,
@@ -154,6 +171,8 @@ async function run(ctx: CliContext): Promise<number> {
   const { GatewayPool, GATEWAY_IDLE_TIMEOUT_MS, serveStdio, startHttpGateway } = await import('../../gateway/index.js');
   // stdout may be the protocol channel: everything human goes to stderr.
   const log = (line: string): void => void io.stderr.write(`mcp-reconciler serve: ${line}\n`);
+  // Only with --cluster: without it nothing of Redis is loaded (docs/cluster.md).
+  const cluster = args.cluster ? await (await import('../../cluster/index.js')).openCluster({ ...args.cluster, log }) : undefined;
   const cwdArg = `--cwd ${shellQuote(ctx.global.root)}`;
   // Managed servers' elicitation and sampling go to a connected client that supports them (the pool picks it).
   let pool: GatewayPool | undefined;
@@ -164,6 +183,7 @@ async function run(ctx: CliContext): Promise<number> {
     onDemand: true,
     ...(args.lazy ? { startup: 'lazy' as const } : {}),
     ...(args.exposure ? { toolExposure: args.exposure } : {}),
+    ...(cluster ? { approvals: cluster.approvals } : {}),
     idleTimeoutMs: args.idleTimeoutMs ?? GATEWAY_IDLE_TIMEOUT_MS,
     onElicitation: (server, request, opts) => pool?.elicit(server, request, opts) ?? { action: 'decline' },
     onSampling: (server, request, opts) => {
@@ -185,13 +205,21 @@ async function run(ctx: CliContext): Promise<number> {
       log(`"${e.name}" ${describeReason(e.state)}${row?.lastError ? `: ${row.lastError}` : ''}`);
     }
   });
-  pool = new GatewayPool(controller, { onError: log, ...(args.separator !== undefined ? { separator: args.separator } : {}) });
+  pool = new GatewayPool(controller, {
+    onError: log,
+    ...(args.separator !== undefined ? { separator: args.separator } : {}),
+    ...(cluster ? { admit: () => cluster.admit() } : {}),
+  });
   let http: HttpGateway | undefined;
   let stdio: StdioGateway | undefined;
   // A client that went away leaves a broken pipe: that ends the session, it is not a crash.
   const onStdoutError = (): void => session.stop();
   let stopped = false;
   try {
+    if (cluster) {
+      await cluster.attach(controller);
+      log(`cluster: workspace ${args.cluster!.workspaceId} on Redis at ${args.cluster!.target}`);
+    }
     if (args.http) {
       http = await startHttpGateway(pool, {
         port: args.port,
@@ -245,6 +273,7 @@ async function run(ctx: CliContext): Promise<number> {
     await http?.close().catch((err: unknown) => log(`closing the HTTP listener: ${describeError(err)}`));
     pool.close();
     await controller.dispose();
+    await cluster?.close();
     cleanup();
   }
   return 0;
@@ -277,6 +306,8 @@ export const serveCommand: CliCommand = {
     separator: { type: 'string', value: 'SEP', help: 'tool and prompt names mcp<SEP><server><SEP><tool> (default __; letters, digits, _ and - only)' },
     tools: { type: 'string', value: 'all|search|auto', help: 'all: list every tool (default); search: only search_tools + call_tool (found tools join the list); auto: all while under the caps, else pinned and most used tools + the search pair' },
     'max-tools': { type: 'string', value: 'N', help: 'auto: list every tool only while a session has at most N (e.g. 128 for VS Code, 40 for Cursor); implies --tools auto' },
+    cluster: { type: 'string', value: 'REDIS', help: 'HTTP: one replica of a gateway sharing approvals (and more) in Redis: a redis:// URL or a unix socket path; needs --workspace-id (docs/cluster.md)' },
+    'workspace-id': { type: 'string', value: 'ID', help: 'with --cluster: the name every replica of this gateway shares in Redis' },
     'max-tool-tokens': { type: 'string', value: 'T', help: 'auto: list every tool only while their definitions cost at most T tokens (o200k_base); implies --tools auto' },
   },
   run,

@@ -1,0 +1,7 @@
+/**
+ * The clustered gateway (`serve --http --cluster`, docs/cluster.md): replicas
+ * sharing approvals, listings, credentials, sessions and leases in Redis.
+ */
+export { Cluster, openCluster, type ClusterOptions } from './cluster.js';
+export { RedisApprovalStore, type RedisApprovalStoreOptions } from './approvals.js';
+export { connectRedis, redisOptions, workspaceKeys, checkWorkspaceId, type Redis, type WorkspaceKeys } from './redis.js';
