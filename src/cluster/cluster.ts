@@ -7,6 +7,7 @@
 import type { McpController } from '../controller/controller.js';
 import { describeError } from '../errors.js';
 import { RedisApprovalStore } from './approvals.js';
+import { RedisListings } from './listings.js';
 import { checkWorkspaceId, connectRedis, workspaceKeys, type Redis, type WorkspaceKeys } from './redis.js';
 
 /** Options of {@link openCluster}. */
@@ -25,6 +26,8 @@ const RUNNING = new Set(['connected', 'connecting', 'reconnecting']);
 /** A replica's cluster connection. */
 export class Cluster {
   readonly approvals: RedisApprovalStore;
+  /** The listing cache's second level. */
+  readonly listings: RedisListings;
   private controller: McpController | undefined;
   private subscriber: Redis | undefined;
   private down = false;
@@ -36,6 +39,7 @@ export class Cluster {
     private readonly options: ClusterOptions,
   ) {
     this.approvals = new RedisApprovalStore({ redis, keys, target: options.target });
+    this.listings = new RedisListings(redis, keys);
   }
 
   /** Connect to Redis; rejects with a `connect_failed` error when it does not answer. */

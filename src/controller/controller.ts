@@ -264,6 +264,7 @@ export class McpController {
       root: this.root,
       onError: (err) => this.logger.warn(`listing cache: ${describeError(err)}`),
       onWarning: (message) => this.logger.warn(message),
+      ...(this.options.listingCacheSecondLevel ? { second: this.options.listingCacheSecondLevel } : {}),
     });
     const counted = this.usage.snapshot();
     this.usage = new ToolUsage(cacheDir === false ? false : path.resolve(this.root, cacheDir), this.root, (err) =>

@@ -83,7 +83,7 @@ describe('module loading of serve', () => {
     writeFileSync(join(dir, 'hooks.mjs'), `import { appendFileSync } from 'node:fs';\nexport async function resolve(s, c, next) { const r = await next(s, c); appendFileSync(${JSON.stringify(log)}, r.url + '\\n'); return r; }\n`);
     writeFileSync(join(dir, 'register.mjs'), `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});\n`);
     writeFileSync(join(dir, 'settings.json'), JSON.stringify({ mcpServers: { s: { command: process.execPath, args: [fixturePath('basic-server')] } } }));
-    const env = { ...process.env, HOME: dir, MCP_RECONCILER_GATEWAY_TOKEN: 'x'.repeat(32) };
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: dir, MCP_RECONCILER_GATEWAY_TOKEN: 'x'.repeat(32) };
     delete env.NODE_OPTIONS;
     const child = spawn(process.execPath, ['--import', pathToFileURL(join(dir, 'register.mjs')).href, cliBin, 'serve', '--http', ...extra, '--cwd', dir, '--user-config', join(dir, 'settings.json'), '--approvals', join(dir, 'approvals.json')], {
       env,

@@ -183,7 +183,7 @@ async function run(ctx: CliContext): Promise<number> {
     onDemand: true,
     ...(args.lazy ? { startup: 'lazy' as const } : {}),
     ...(args.exposure ? { toolExposure: args.exposure } : {}),
-    ...(cluster ? { approvals: cluster.approvals } : {}),
+    ...(cluster ? { approvals: cluster.approvals, listingCacheSecondLevel: cluster.listings } : {}),
     idleTimeoutMs: args.idleTimeoutMs ?? GATEWAY_IDLE_TIMEOUT_MS,
     onElicitation: (server, request, opts) => pool?.elicit(server, request, opts) ?? { action: 'decline' },
     onSampling: (server, request, opts) => {
