@@ -87,7 +87,7 @@ describe('serve --cluster: approvals in Redis', () => {
     const stdio = await runCliCaptured(['serve', '--stdio', ...fx.clusterArgs(), ...fx.ws.args()], fx.ws.env(), fx.ws.root);
     expect(stdio.code).toBe(2);
     expect(stdio.stderr).toMatch(/--cluster applies to --http only/);
-    const bad = await runCliCaptured(['serve', '--http', '--cluster', 'localhost:6379', '--workspace-id', 'w', ...fx.ws.args()], fx.ws.env(), fx.ws.root);
+    const bad = await runCliCaptured(['serve', '--http', '--cluster', 'localhost:6379', '--workspace-id', 'w', ...fx.idp.args(), ...fx.ws.args()], fx.ws.env(), fx.ws.root);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--cluster takes a Redis URL or a unix socket path/);
   });

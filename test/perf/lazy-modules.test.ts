@@ -108,8 +108,10 @@ describe('module loading of serve', () => {
     for (const m of CLUSTER_ONLY) expect(plain.filter((u) => u.includes(m)), m).toEqual([]);
     const redis = await startTestRedis();
     try {
-      const clustered = await serveModules(['--cluster', redis.socket, '--workspace-id', 'lazy']);
+      // The JWKS is fetched on the first request only: nothing is sent to that port.
+      const clustered = await serveModules(['--cluster', redis.socket, '--workspace-id', 'lazy', '--auth-issuer', 'http://127.0.0.1:9', '--auth-jwks', 'http://127.0.0.1:9/jwks']);
       expect(clustered.some((u) => u.includes('/node_modules/@redis/'))).toBe(true);
+      expect(clustered.some((u) => u.includes('/node_modules/jose/'))).toBe(true);
     } finally {
       await redis.cleanup();
     }

@@ -36,7 +36,40 @@ interface ServeArgs {
   separator: string | undefined;
   exposure: ToolExposure | undefined;
   /** `--cluster` and `--workspace-id` (docs/cluster.md). */
-  cluster: { target: string; workspaceId: string } | undefined;
+  cluster: ClusterArgs | undefined;
+  /** `--bind`: the address to listen on. */
+  bind: string | undefined;
+  allowedHosts: string[];
+  allowedOrigins: string[];
+}
+
+interface ClusterArgs {
+  target: string;
+  workspaceId: string;
+  /** Principal auth: the identity provider (`--auth-issuer`), its keys (`--auth-jwks`), our resource URL (`--public-url`). */
+  issuer: string;
+  jwksUrl: string;
+  publicUrl: string | undefined;
+}
+
+const LOOPBACK_BINDS = new Set(['127.0.0.1', '::1', 'localhost']);
+
+function strings(v: CliContext['values'], key: string): string[] {
+  const raw = v[key];
+  const list = Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
+  return list.filter((x): x is string => typeof x === 'string').map((x) => x.trim()).filter(Boolean);
+}
+
+function httpUrl(v: CliContext['values'], key: string): string | undefined {
+  const raw = v[key];
+  if (raw === undefined) return undefined;
+  try {
+    const u = new URL(String(raw));
+    if (u.protocol === 'https:' || u.protocol === 'http:') return u.href;
+  } catch {
+    // reported below
+  }
+  throw usage(`--${key} must be an http(s) URL, not ${JSON.stringify(String(raw))}`, `e.g. --${key} https://id.example.com${key === 'auth-jwks' ? '/.well-known/jwks.json' : key === 'public-url' ? '/mcp' : ''}`);
 }
 
 const EXPOSURE_MODES: readonly ToolExposureMode[] = ['all', 'search', 'auto'];
@@ -73,13 +106,23 @@ function parseExposure(v: CliContext['values']): ToolExposure | undefined {
 function parseCluster(v: CliContext['values'], http: boolean): ServeArgs['cluster'] {
   const target = typeof v.cluster === 'string' ? v.cluster.trim() : undefined;
   const workspaceId = typeof v['workspace-id'] === 'string' ? v['workspace-id'].trim() : undefined;
-  if (target === undefined && workspaceId === undefined) return undefined;
+  const issuer = httpUrl(v, 'auth-issuer');
+  const jwksUrl = httpUrl(v, 'auth-jwks');
+  const publicUrl = httpUrl(v, 'public-url');
+  if (target === undefined && workspaceId === undefined) {
+    if (issuer || jwksUrl || publicUrl) throw usage('--auth-issuer, --auth-jwks and --public-url apply to --cluster', 'without --cluster the gateway takes its shared access token');
+    return undefined;
+  }
   if (!http) throw usage('--cluster applies to --http only', 'a clustered gateway serves many clients over HTTP: add --http');
   if (!target) throw usage('--workspace-id needs --cluster', 'add --cluster redis://HOST:6379 (or a unix socket path), the Redis every replica shares');
   if (!workspaceId) {
     throw usage('--cluster needs --workspace-id', 'name the workspace every replica of this gateway shares, e.g. --workspace-id team-tools (approvals and listings are kept under it)');
   }
-  return { target, workspaceId };
+  if (!issuer || !jwksUrl) {
+    throw usage('--cluster needs --auth-issuer and --auth-jwks: a clustered gateway takes access tokens of your identity provider instead of one shared token', 'e.g. --auth-issuer https://id.example.com --auth-jwks https://id.example.com/.well-known/jwks.json (see docs/cluster.md)');
+  }
+  // The issuer identifier is compared as given: `new URL` would add a trailing slash.
+  return { target, workspaceId, issuer: String(v['auth-issuer']).trim(), jwksUrl, publicUrl };
 }
 
 function parseServeArgs(ctx: CliContext): ServeArgs {
@@ -107,10 +150,23 @@ function parseServeArgs(ctx: CliContext): ServeArgs {
     throw usage('--session-idle-timeout applies to --http only', 'a stdio session ends when its client closes stdin; add --http, or drop --session-idle-timeout');
   }
   const cluster = parseCluster(v, http);
+  const bind = typeof v.bind === 'string' ? v.bind.trim() : undefined;
+  if (bind !== undefined) {
+    if (!http) throw usage('--bind applies to --http only', 'add --http, or drop --bind');
+    if (!LOOPBACK_BINDS.has(bind) && !cluster) {
+      throw usage(`--bind ${bind} reaches beyond this machine, which needs --cluster`, 'a gateway on the network authenticates principals with your identity provider: add --cluster, --workspace-id, --auth-issuer and --auth-jwks (docs/cluster.md)');
+    }
+  }
+  const allowedHosts = strings(v, 'allowed-host');
+  const allowedOrigins = strings(v, 'allowed-origin');
+  if ((allowedHosts.length || allowedOrigins.length) && !cluster) throw usage('--allowed-host and --allowed-origin apply to --cluster', 'without it the gateway answers loopback only');
   if (stdio && !ctx.io.stdin) throw usage('serve --stdio needs a standard input', 'run it as the command of an MCP client');
   const token = http ? ctx.io.env[GATEWAY_TOKEN_ENV] || undefined : undefined;
   return {
     cluster,
+    bind,
+    allowedHosts: [...allowedHosts, ...(cluster?.publicUrl ? [new URL(cluster.publicUrl).host] : [])],
+    allowedOrigins,
     stdio,
     http,
     port,
@@ -172,7 +228,14 @@ async function run(ctx: CliContext): Promise<number> {
   // stdout may be the protocol channel: everything human goes to stderr.
   const log = (line: string): void => void io.stderr.write(`mcp-reconciler serve: ${line}\n`);
   // Only with --cluster: without it nothing of Redis is loaded (docs/cluster.md).
-  const cluster = args.cluster ? await (await import('../../cluster/index.js')).openCluster({ ...args.cluster, log }) : undefined;
+  const clusterKit = args.cluster ? await import('../../cluster/index.js') : undefined;
+  const cluster = args.cluster ? await clusterKit!.openCluster({ ...args.cluster, log }) : undefined;
+  // The resource URL is known once the port is: requests wait for it.
+  let principals: ((url: string) => void) | undefined;
+  const principalAuth = new Promise<import('../../cluster/principals.js').PrincipalAuth>((resolve) => {
+    principals = (url) => resolve(new clusterKit!.PrincipalAuth({ issuer: args.cluster!.issuer, jwksUrl: args.cluster!.jwksUrl, resource: args.cluster!.publicUrl ?? url }));
+  });
+  let metadataRoute: import('../../cluster/principals.js').PrincipalAuth | undefined;
   const cwdArg = `--cwd ${shellQuote(ctx.global.root)}`;
   // Managed servers' elicitation and sampling go to a connected client that supports them (the pool picks it).
   let pool: GatewayPool | undefined;
@@ -223,6 +286,15 @@ async function run(ctx: CliContext): Promise<number> {
     if (args.http) {
       http = await startHttpGateway(pool, {
         port: args.port,
+        ...(args.bind ? { host: args.bind } : {}),
+        ...(args.allowedHosts.length ? { allowedHosts: args.allowedHosts } : {}),
+        ...(args.allowedOrigins.length ? { allowedOrigins: args.allowedOrigins } : {}),
+        ...(cluster
+          ? {
+              authenticate: async (req) => (await principalAuth).authenticate(req),
+              extraRoute: (url) => metadataRoute?.route(url),
+            }
+          : {}),
         resumable: args.resumable,
         ...(args.token ? { token: args.token } : {}),
         ...(args.callTimeoutMs !== undefined ? { callTimeoutMs: args.callTimeoutMs } : {}),
@@ -230,8 +302,14 @@ async function run(ctx: CliContext): Promise<number> {
         onSession: (e) => log(`session ${e.id} ${e.type === 'open' ? 'opened' : 'closed'}${e.type === 'open' && e.scope ? ` (servers: ${[...e.scope].join(', ') || 'none'})` : ''}${closeNote(e.reason)}`),
       });
       log(`listening on ${http.url}`);
-      log(`access token: ${http.token}`);
-      log('clients send "Authorization: Bearer <token>"; add ?servers=a,b to the URL (or an X-MCP-Allowed-Servers header) to limit a session to some servers');
+      if (cluster) {
+        principals!(http.url);
+        metadataRoute = await principalAuth;
+        log(`clients send access tokens of ${args.cluster!.issuer} for ${args.cluster!.publicUrl ?? http.url} (metadata: ${metadataRoute.metadataUrl}); scope mcp:servers or mcp:server:<name>`);
+      } else {
+        log(`access token: ${http.token}`);
+        log('clients send "Authorization: Bearer <token>"; add ?servers=a,b to the URL (or an X-MCP-Allowed-Servers header) to limit a session to some servers');
+      }
     }
     if (args.stdio) {
       if (io.stdin === process.stdin) process.stdout.on('error', onStdoutError);
@@ -308,6 +386,12 @@ export const serveCommand: CliCommand = {
     'max-tools': { type: 'string', value: 'N', help: 'auto: list every tool only while a session has at most N (e.g. 128 for VS Code, 40 for Cursor); implies --tools auto' },
     cluster: { type: 'string', value: 'REDIS', help: 'HTTP: one replica of a gateway sharing approvals (and more) in Redis: a redis:// URL or a unix socket path; needs --workspace-id (docs/cluster.md)' },
     'workspace-id': { type: 'string', value: 'ID', help: 'with --cluster: the name every replica of this gateway shares in Redis' },
+    'auth-issuer': { type: 'string', value: 'URL', help: "with --cluster: your identity provider's issuer; clients send its JWT access tokens (scope mcp:servers or mcp:server:<name>)" },
+    'auth-jwks': { type: 'string', value: 'URL', help: "with --cluster: the identity provider's JWKS URL (its signing keys)" },
+    'public-url': { type: 'string', value: 'URL', help: 'with --cluster: the URL clients reach the gateway at (the tokens\' audience; default the listening URL)' },
+    bind: { type: 'string', value: 'ADDR', help: 'HTTP: listen on ADDR (default 127.0.0.1); beyond loopback needs --cluster' },
+    'allowed-host': { type: 'string', value: 'HOST:PORT', multiple: true, help: 'with --cluster: a Host header to accept besides loopback (and --public-url\'s)' },
+    'allowed-origin': { type: 'string', value: 'ORIGIN', multiple: true, help: 'with --cluster: a browser Origin to accept besides loopback' },
     'max-tool-tokens': { type: 'string', value: 'T', help: 'auto: list every tool only while their definitions cost at most T tokens (o200k_base); implies --tools auto' },
   },
   run,
