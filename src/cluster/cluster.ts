@@ -8,6 +8,7 @@ import type { McpController } from '../controller/controller.js';
 import { describeError } from '../errors.js';
 import { RedisApprovalStore } from './approvals.js';
 import { RedisListings } from './listings.js';
+import { RedisTokenStore } from './credentials.js';
 import { checkWorkspaceId, connectRedis, workspaceKeys, type Redis, type WorkspaceKeys } from './redis.js';
 
 /** Options of {@link openCluster}. */
@@ -18,6 +19,12 @@ export interface ClusterOptions {
   workspaceId: string;
   /** Where connection problems and recoveries are told. */
   log: (line: string) => void;
+  /**
+   * The cluster secret (`MCP_RECONCILER_CLUSTER_SECRET`, the same on every
+   * replica): with it, the managed servers' OAuth credentials are kept in
+   * Redis, sealed; without it each replica keeps its own.
+   */
+  secret?: string;
 }
 
 /** The server states whose decisions outlive a Redis outage: running, or on their way to it. */
@@ -28,6 +35,8 @@ export class Cluster {
   readonly approvals: RedisApprovalStore;
   /** The listing cache's second level. */
   readonly listings: RedisListings;
+  /** The shared OAuth credentials, when the cluster has a secret. */
+  readonly tokens: RedisTokenStore | undefined;
   private controller: McpController | undefined;
   private subscriber: Redis | undefined;
   private down = false;
@@ -40,6 +49,7 @@ export class Cluster {
   ) {
     this.approvals = new RedisApprovalStore({ redis, keys, target: options.target });
     this.listings = new RedisListings(redis, keys);
+    this.tokens = options.secret ? new RedisTokenStore({ redis, keys, secret: options.secret, principal: 'gateway' }) : undefined;
   }
 
   /** Connect to Redis; rejects with a `connect_failed` error when it does not answer. */

@@ -6,3 +6,4 @@ export { Cluster, openCluster, type ClusterOptions } from './cluster.js';
 export { RedisApprovalStore, type RedisApprovalStoreOptions } from './approvals.js';
 export { connectRedis, redisOptions, workspaceKeys, checkWorkspaceId, type Redis, type WorkspaceKeys } from './redis.js';
 export { PrincipalAuth, serversOfScopes, ALL_SERVERS_SCOPE, SERVER_SCOPE_PREFIX, type PrincipalAuthOptions } from './principals.js';
+export { RedisTokenStore, seal, unseal, sealingKey, type RedisTokenStoreOptions } from './credentials.js';

@@ -15,6 +15,9 @@ import { writeRaw } from '../output.js';
 import { untilStopped } from '../until-stopped.js';
 import type { ToolExposure, ToolExposureMode } from '../../search/exposure.js';
 
+/** The cluster secret (docs/cluster.md): OAuth credentials are sealed in Redis with a key derived from it. */
+export const CLUSTER_SECRET_ENV = 'MCP_RECONCILER_CLUSTER_SECRET';
+
 /** Environment variable that fixes the HTTP access token (for client config files); random when unset. */
 export const GATEWAY_TOKEN_ENV = 'MCP_RECONCILER_GATEWAY_TOKEN';
 
@@ -229,7 +232,8 @@ async function run(ctx: CliContext): Promise<number> {
   const log = (line: string): void => void io.stderr.write(`mcp-reconciler serve: ${line}\n`);
   // Only with --cluster: without it nothing of Redis is loaded (docs/cluster.md).
   const clusterKit = args.cluster ? await import('../../cluster/index.js') : undefined;
-  const cluster = args.cluster ? await clusterKit!.openCluster({ ...args.cluster, log }) : undefined;
+  const secret = io.env[CLUSTER_SECRET_ENV] || undefined;
+  const cluster = args.cluster ? await clusterKit!.openCluster({ ...args.cluster, log, ...(secret ? { secret } : {}) }) : undefined;
   // The resource URL is known once the port is: requests wait for it.
   let principals: ((url: string) => void) | undefined;
   const principalAuth = new Promise<import('../../cluster/principals.js').PrincipalAuth>((resolve) => {
@@ -247,6 +251,7 @@ async function run(ctx: CliContext): Promise<number> {
     ...(args.lazy ? { startup: 'lazy' as const } : {}),
     ...(args.exposure ? { toolExposure: args.exposure } : {}),
     ...(cluster ? { approvals: cluster.approvals, listingCacheSecondLevel: cluster.listings } : {}),
+    ...(cluster?.tokens ? { oauth: { tokenStore: cluster.tokens } } : {}),
     idleTimeoutMs: args.idleTimeoutMs ?? GATEWAY_IDLE_TIMEOUT_MS,
     onElicitation: (server, request, opts) => pool?.elicit(server, request, opts) ?? { action: 'decline' },
     onSampling: (server, request, opts) => {
@@ -282,6 +287,7 @@ async function run(ctx: CliContext): Promise<number> {
     if (cluster) {
       await cluster.attach(controller);
       log(`cluster: workspace ${args.cluster!.workspaceId} on Redis at ${args.cluster!.target}`);
+      if (!cluster.tokens) log(`cluster: $${CLUSTER_SECRET_ENV} is not set, so OAuth credentials stay on this replica; set it (32+ bytes, the same on every replica) to share them sealed in Redis`);
     }
     if (args.http) {
       http = await startHttpGateway(pool, {
