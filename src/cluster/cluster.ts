@@ -9,6 +9,7 @@ import { describeError } from '../errors.js';
 import { RedisApprovalStore } from './approvals.js';
 import { RedisListings } from './listings.js';
 import { RedisTokenStore } from './credentials.js';
+import { ReplicaAnnouncer } from './replicas.js';
 import { checkWorkspaceId, connectRedis, workspaceKeys, type Redis, type WorkspaceKeys } from './redis.js';
 
 /** Options of {@link openCluster}. */
@@ -39,6 +40,7 @@ export class Cluster {
   readonly tokens: RedisTokenStore | undefined;
   private controller: McpController | undefined;
   private subscriber: Redis | undefined;
+  private announcer: ReplicaAnnouncer | undefined;
   private down = false;
   private closed = false;
 
@@ -92,6 +94,12 @@ export class Cluster {
     await this.controller?.reload().catch((err: unknown) => this.options.log(`re-reading approvals: ${describeError(err)}`));
   }
 
+  /** Announce this replica (for `status --cluster`) with what `describe` says, until {@link close}. */
+  announce(describe: () => { url: string; sessions: number; principals: Record<string, number> }): void {
+    this.announcer = new ReplicaAnnouncer(this.redis, this.keys, describe);
+    this.announcer.start();
+  }
+
   private recovered(): void {
     if (!this.down || this.closed) return;
     this.down = false;
@@ -108,6 +116,7 @@ export class Cluster {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.announcer?.stop();
     for (const c of [this.subscriber, this.redis]) {
       if (!c) continue;
       try {

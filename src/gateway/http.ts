@@ -107,8 +107,8 @@ export interface HttpGateway {
   readonly url: string;
   readonly port: number;
   readonly token: string;
-  /** Open sessions by `Mcp-Session-Id`; `idle` when none of its requests or streams is open. */
-  sessions(): { id: string; scope: SessionScope; idle: boolean }[];
+  /** Open sessions by `Mcp-Session-Id`; `idle` when none of its requests or streams is open; `principal` with `authenticate`. */
+  sessions(): { id: string; scope: SessionScope; idle: boolean; principal?: string }[];
   /** Close every session and stop listening. Idempotent. */
   close(): Promise<void>;
 }
@@ -373,7 +373,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     url: `http://${bindHost.includes(':') ? `[${bindHost}]` : bindHost}:${port}${MCP_PATH}`,
     port,
     token,
-    sessions: () => [...sessions.entries()].map(([id, s]) => ({ id, scope: s.scope, idle: s.open === 0 })),
+    sessions: () => [...sessions.entries()].map(([id, s]) => ({ id, scope: s.scope, idle: s.open === 0, ...(s.principal !== undefined ? { principal: s.principal } : {}) })),
     close: () => {
       closing ??= (async () => {
         stopping = true;

@@ -79,6 +79,27 @@ describe('serve --cluster: approvals in Redis', () => {
     expect(textOf(await onG.client.callTool({ name: 'mcp__g__echo', arguments: { text: 'g' } }))).toBe('g');
   });
 
+  it('status --cluster lists the live replicas with their sessions per principal; a stopped one leaves the list', async () => {
+    const { runCliCaptured } = await import('../helpers/cli.js');
+    const status = async () => {
+      const r = await runCliCaptured(['status', ...fx.clusterArgs(), '--json', ...fx.ws.args()], fx.ws.env(), fx.ws.root);
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as { replicas: { url: string; pid: number; sessions: number; principals: Record<string, number> }[] };
+    };
+    const [a, b] = fx.replicas;
+    const both = await status();
+    expect(both.replicas.map((r) => r.pid).sort()).toEqual([a!.serve.child.pid, b!.serve.child.pid].sort());
+    const ofB = both.replicas.find((r) => r.pid === b!.serve.child.pid)!;
+    expect(ofB.url).toBe(b!.url);
+    expect(ofB.sessions).toBeGreaterThanOrEqual(1);
+    expect(ofB.principals.alice).toBe(ofB.sessions);
+    const human = await runCliCaptured(['status', ...fx.clusterArgs(), ...fx.ws.args()], fx.ws.env(), fx.ws.root);
+    expect(human.stdout).toMatch(/REPLICA +URL +HOST +PID +SESSIONS +PRINCIPALS +SEEN/);
+    expect(human.stdout).toMatch(/2 replica\(s\)/);
+    await b!.serve.stop();
+    expect((await status()).replicas.map((r) => r.pid)).toEqual([a!.serve.child.pid]);
+  });
+
   it('usage: --cluster needs --http and --workspace-id', async () => {
     const { runCliCaptured } = await import('../helpers/cli.js');
     const noId = await runCliCaptured(['serve', '--http', '--cluster', fx.redis.socket, ...fx.ws.args()], fx.ws.env(), fx.ws.root);

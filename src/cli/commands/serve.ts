@@ -311,6 +311,13 @@ async function run(ctx: CliContext): Promise<number> {
       if (cluster) {
         principals!(http.url);
         metadataRoute = await principalAuth;
+        const gateway = http;
+        cluster.announce(() => {
+          const principals = new Map<string, number>();
+          const open = gateway.sessions();
+          for (const s of open) if (s.principal !== undefined) principals.set(s.principal, (principals.get(s.principal) ?? 0) + 1);
+          return { url: gateway.url, sessions: open.length, principals: Object.fromEntries(principals) };
+        });
         log(`clients send access tokens of ${args.cluster!.issuer} for ${args.cluster!.publicUrl ?? http.url} (metadata: ${metadataRoute.metadataUrl}); scope mcp:servers or mcp:server:<name>`);
       } else {
         log(`access token: ${http.token}`);
