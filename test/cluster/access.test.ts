@@ -38,7 +38,7 @@ describe('serve --cluster: principals', () => {
     await fx.startRedis();
     fx.ws.writeUser({ a: fx.ws.server('1'), b: fx.ws.server('2') });
     r = await fx.replica('a', ['--bind', '127.0.0.1', '--allowed-host', 'tools.internal:8443', '--allowed-origin', 'https://app.example']);
-  });
+  }, 120_000);
 
   afterAll(async () => {
     expect(await fx.stop()).toBe(0);
@@ -82,7 +82,7 @@ describe('serve --cluster: principals', () => {
     expect(noServer.headers['www-authenticate']).toMatch(/error="insufficient_scope"/);
   });
 
-  it("a session's servers are what it asks for within what its token grants", async () => {
+  it("a session's servers are what it asks for within what its token grants", { timeout: 120_000 }, async () => {
     const onlyA = await fx.idp.token('bob', 'openid mcp:server:a');
     const asked = await r.open('?servers=a,b', onlyA);
     expect((await asked.client.listTools()).tools.map((t) => t.name).filter((n) => n.startsWith('mcp__b__'))).toEqual([]);

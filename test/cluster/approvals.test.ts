@@ -51,7 +51,7 @@ describe('serve --cluster: approvals in Redis', () => {
     console.log(`approval stored → tools/list_changed on replica B: ${(changedAt || Date.now()) - approvedAt} ms (the server's own start included)`);
     // The decision is a field of the workspace's hash.
     expect(await fx.redis.command(['HKEYS', `mcpr:{${fx.workspaceId}}:approvals`])).toMatch(/\bg\b/);
-  });
+  }, 180_000);
 
   it('Redis gone: connected servers keep answering, a gated server that would start stays pending (reason named), and starts once Redis is back', async () => {
     const [a] = fx.replicas;
@@ -77,7 +77,7 @@ describe('serve --cluster: approvals in Redis', () => {
     await waitFor(async () => (await toolsOf(onH)).includes('mcp__h__echo'), 'h to start once Redis is back');
     expect(textOf(await onH.client.callTool({ name: 'mcp__h__echo', arguments: { text: 'back' } }))).toBe('back');
     expect(textOf(await onG.client.callTool({ name: 'mcp__g__echo', arguments: { text: 'g' } }))).toBe('g');
-  });
+  }, 180_000);
 
   it('status --cluster lists the live replicas with their sessions per principal; a stopped one leaves the list', async () => {
     const { runCliCaptured } = await import('../helpers/cli.js');

@@ -92,5 +92,5 @@ describe('serve --cluster: OAuth credentials in Redis', () => {
     for (const s of sessions) expect((await s.client.callTool({ name: 'mcp__remote__echo', arguments: { text: 'again' } })).isError).toBeFalsy();
     expect(oauth.counts.refresh_token).toBe(1);
     expect(oauth.counts.authorization_code).toBe(1);
-  });
+  }, 180_000);
 });

@@ -37,5 +37,5 @@ describe('serve --cluster: listings in Redis', () => {
     // A call starts it on B.
     expect(textOf(await onB.client.callTool({ name: 'mcp__s__echo', arguments: { text: 'b' } }))).toBe('b');
     expect(fx.ws.serverPids()).toHaveLength(2);
-  });
+  }, 180_000);
 });
