@@ -62,7 +62,7 @@ export function defaultListingCacheDir(env: NodeJS.ProcessEnv = process.env): st
 }
 
 /** A listing read from disk, or `undefined` when it is not one we wrote (wrong shape, other key). */
-function parseFile(text: string, fingerprint: string): CachedListing | undefined {
+export function parseFile(text: string, fingerprint: string): CachedListing | undefined {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -84,6 +84,17 @@ function parseFile(text: string, fingerprint: string): CachedListing | undefined
   return { ...listing, resources: resources as Resource[], resourceTemplates: resourceTemplates as ResourceTemplate[] };
 }
 
+/**
+ * A second level behind the files (docs/cluster.md: Redis shared by the
+ * replicas of a gateway): asked for what neither memory nor disk holds, and
+ * told about every new listing. Its failures only cost the time it would
+ * have saved.
+ */
+export interface ListingSecondLevel {
+  get(fingerprint: string): Promise<CachedListing | undefined>;
+  set(fingerprint: string, server: string, listing: CachedListing): Promise<void>;
+}
+
 /** Options of a {@link ListingCache}. */
 export interface ListingCacheOptions {
   /** Directory of the cache files; `false` keeps listings in memory only. */
@@ -94,6 +105,8 @@ export interface ListingCacheOptions {
   onError?: (error: unknown) => void;
   /** Told about a cache file that is not trusted (another user owns it, or group or others may write it), which is then ignored. */
   onWarning?: (message: string) => void;
+  /** Asked after the disk, told about every new listing (see {@link ListingSecondLevel}). */
+  second?: ListingSecondLevel;
 }
 
 /**
@@ -135,7 +148,10 @@ export class ListingCache {
               `(the server's next listing replaces it). If it is yours, run \`${fix}\`, otherwise delete it.`,
           );
         }
-        const listing = read && 'text' in read ? parseFile(read.text, fp) : undefined;
+        let listing = read && 'text' in read ? parseFile(read.text, fp) : undefined;
+        if (!listing && this.options.second) {
+          listing = await this.options.second.get(fp).catch((err: unknown) => void this.options.onError?.(err));
+        }
         // A store() that landed while we read is newer than the file.
         if (listing && !this.memory.has(fp)) this.memory.set(fp, listing);
       }),
@@ -167,10 +183,13 @@ export class ListingCache {
     };
     const before = this.memory.get(fingerprint);
     this.memory.set(fingerprint, copy);
+    const second = this.options.second;
     // Memory only: nothing to spare a rewrite of (and no comparison to pay for).
     const file = this.fileOf(fingerprint);
-    if (!file) return;
+    if (!file && !second) return;
     if (before && deepEqual(before, copy)) return;
+    second?.set(fingerprint, server, copy).catch((err: unknown) => this.options.onError?.(err));
+    if (!file) return;
     if (this.writing.has(fingerprint)) {
       // Coalesced: only the newest listing is written once the current write is done.
       this.queued.set(fingerprint, { server, listing: copy });
@@ -185,7 +204,7 @@ export class ListingCache {
   }
 
   private startWrite(fingerprint: string, file: string, server: string, listing: CachedListing): void {
-    const body: CacheFile = { version: CACHE_VERSION, server, fingerprint, at: new Date().toISOString(), ...listing };
+    const body = listingFile(fingerprint, server, listing);
     const p = writeAtomic(file, `${JSON.stringify(body)}\n`)
       .catch((err: unknown) => this.options.onError?.(err))
       .finally(() => {
@@ -198,6 +217,15 @@ export class ListingCache {
       });
     this.writing.set(fingerprint, p);
   }
+}
+
+/** The text of a cache file (and of a second level's entry): `parseFile` reads it back. */
+export function listingText(fingerprint: string, server: string, listing: CachedListing): string {
+  return `${JSON.stringify(listingFile(fingerprint, server, listing))}\n`;
+}
+
+function listingFile(fingerprint: string, server: string, listing: CachedListing): CacheFile {
+  return { version: CACHE_VERSION, server, fingerprint, at: new Date().toISOString(), ...listing };
 }
 
 /** Temp file next to `file` (0600, created exclusively), then rename over it. */

@@ -210,6 +210,7 @@ export class McpController {
       root: this.ws.root,
       onError: (err) => this.ws.logger.warn(`listing cache: ${describeError(err)}`),
       onWarning: (message) => this.ws.logger.warn(message),
+      ...(this.options.listingCacheSecondLevel ? { second: this.options.listingCacheSecondLevel } : {}),
     });
     const counted = this.usage.snapshot();
     this.usage = new ToolUsage(cacheDir === false ? false : path.resolve(this.ws.root, cacheDir), this.ws.root, (err) =>

@@ -4,6 +4,7 @@ import type { ConfigIssue, ConfigSource } from '../config/sources.js';
 import type { InputResolver } from '../config/load.js';
 import type { Preset } from '../config/presets.js';
 import type { ApprovalStore } from '../approvals/store.js';
+import type { ListingSecondLevel } from '../cache/listing-cache.js';
 import type { EnvPolicy } from '../connection/env.js';
 import type { RegisteredPrompt, RegisteredTool, SkippedTool } from '../registry/registry.js';
 import type { ResourceChange } from '../registry/resources.js';
@@ -187,6 +188,11 @@ export interface McpControllerOptions {
    * tools for the controller's life).
    */
   listingCache?: string | false;
+  /**
+   * A second level of the listing cache, behind its files (docs/cluster.md:
+   * the Redis a clustered gateway's replicas share).
+   */
+  listingCacheSecondLevel?: ListingSecondLevel;
   /**
    * Default `startup` for servers whose config sets none. `eager` (default)
    * connects on admission; `lazy` serves cached tools from the `dormant`

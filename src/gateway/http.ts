@@ -65,8 +65,47 @@ export interface HttpGatewayOptions {
    * loopback streams rarely break.
    */
   resumable?: boolean;
+  /**
+   * Address to listen on (default `127.0.0.1`). Beyond loopback, Host must be
+   * in {@link allowedHosts} and Origin in {@link allowedOrigins}.
+   */
+  host?: string;
+  /** Host header values (`name:port`) accepted besides the loopback ones. */
+  allowedHosts?: readonly string[];
+  /** Origins (`https://app.example`) accepted besides the loopback ones. */
+  allowedOrigins?: readonly string[];
+  /**
+   * Authenticate a request instead of the shared token (docs/cluster.md:
+   * principals as an OAuth 2.1 resource server). Resolves to the principal
+   * and the servers it may use (`undefined`: every server; a session's
+   * scope is intersected with it), or to the refusal to send.
+   */
+  authenticate?: (req: IncomingMessage) => Promise<GatewayPrincipal | GatewayRefusal>;
+  /** Answer other paths than {@link MCP_PATH} first (RFC 9728 metadata); `undefined` to go on. */
+  extraRoute?: (url: URL, req: IncomingMessage) => { status: number; headers?: Record<string, string>; body: string } | undefined;
   /** Told about each session that opens or closes (for the CLI's log). */
   onSession?: (event: { type: 'open' | 'close'; id: string; scope: SessionScope; reason?: SessionCloseReason }) => void;
+}
+
+/** Who a request comes from, per {@link HttpGatewayOptions.authenticate}. */
+export interface GatewayPrincipal {
+  principal: string;
+  /** The servers it may use; `undefined` for every server. */
+  servers: SessionScope;
+}
+
+/** A request {@link HttpGatewayOptions.authenticate} turned away. */
+export interface GatewayRefusal {
+  status: number;
+  message: string;
+  headers?: Record<string, string>;
+}
+
+/** The session scope a principal gets: what it asked for, within what it may use. */
+export function intersectScope(asked: SessionScope, allowed: SessionScope): SessionScope {
+  if (allowed === undefined) return asked;
+  if (asked === undefined) return new Set(allowed);
+  return new Set([...asked].filter((s) => allowed.has(s)));
 }
 
 /** A listening HTTP gateway. */
@@ -75,13 +114,15 @@ export interface HttpGateway {
   readonly url: string;
   readonly port: number;
   readonly token: string;
-  /** Open sessions by `Mcp-Session-Id`; `idle` when none of its requests or streams is open. */
-  sessions(): { id: string; scope: SessionScope; idle: boolean }[];
+  /** Open sessions by `Mcp-Session-Id`; `idle` when none of its requests or streams is open; `principal` with `authenticate`. */
+  sessions(): { id: string; scope: SessionScope; idle: boolean; principal?: string }[];
   /** Close every session and stop listening. Idempotent. */
   close(): Promise<void>;
 }
 
 interface HttpSession {
+  /** Who opened it (with {@link HttpGatewayOptions.authenticate}): only they may use it. */
+  principal?: string;
   gateway: GatewaySession;
   transport: StreamableHTTPServerTransport;
   scope: SessionScope;
@@ -190,6 +231,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
       hint: `leave it unset for ${GATEWAY_SESSION_IDLE_TIMEOUT_MS} (30 minutes)`,
     });
   }
+  const bindHost = options.host ?? '127.0.0.1';
   const sessions = new Map<string, HttpSession>();
   const lanes = new Map<string, HttpLane>();
   /** Initializes under way: they count against maxSessions before their session exists. */
@@ -271,7 +313,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     return found?.[0];
   };
 
-  const openSession = async (req: IncomingMessage, res: ServerResponse, url: URL, body: unknown): Promise<void> => {
+  const openSession = async (req: IncomingMessage, res: ServerResponse, url: URL, body: unknown, who?: GatewayPrincipal): Promise<void> => {
     while (sessions.size + opening >= maxSessions) {
       const evict = idlest();
       if (evict === undefined) {
@@ -287,16 +329,17 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     }
     opening++;
     try {
-      await startSession(req, res, url, body);
+      await startSession(req, res, url, body, who);
     } finally {
       opening--;
     }
   };
 
-  const startSession = async (req: IncomingMessage, res: ServerResponse, url: URL, body: unknown): Promise<void> => {
+  const startSession = async (req: IncomingMessage, res: ServerResponse, url: URL, body: unknown, who?: GatewayPrincipal): Promise<void> => {
     let scope: SessionScope;
     try {
       scope = scopeFromRequest(url, req.headers);
+      if (who) scope = intersectScope(scope, who.servers);
     } catch (err) {
       jsonRpcError(res, 400, `${describeError(err)}${err instanceof McpReconcilerError && err.hint ? ` (${err.hint})` : ''}`);
       return;
@@ -310,7 +353,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
       sessionIdGenerator: () => randomUUID(),
       ...(options.resumable ? { eventStore: new BoundedEventStore() } : {}),
       onsessioninitialized: (id) => {
-        const s: HttpSession = { gateway, transport, scope, open: 0, lastUsed: Date.now(), expiry: undefined };
+        const s: HttpSession = { ...(who ? { principal: who.principal } : {}), gateway, transport, scope, open: 0, lastUsed: Date.now(), expiry: undefined };
         sessions.set(id, s);
         track(id, s, res);
         options.onSession?.({ type: 'open', id, scope });
@@ -329,13 +372,25 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // DNS rebinding: a page on another origin may resolve its own name to 127.0.0.1.
-    if (!isLoopbackHost(req.headers.host, port)) return jsonRpcError(res, 403, 'the gateway answers only requests addressed to 127.0.0.1 or localhost');
+    if (!isLoopbackHost(req.headers.host, port) && !options.allowedHosts?.includes(req.headers.host ?? '')) {
+      return jsonRpcError(res, 403, `the gateway answers only requests addressed to 127.0.0.1 or localhost${options.allowedHosts?.length ? ` or ${options.allowedHosts.join(', ')}` : ''}`);
+    }
     const origin = req.headers.origin;
-    if (typeof origin === 'string' && !isLoopbackOrigin(origin)) return jsonRpcError(res, 403, `requests from origin ${origin} are not allowed`);
+    if (typeof origin === 'string' && !isLoopbackOrigin(origin) && !options.allowedOrigins?.includes(origin)) return jsonRpcError(res, 403, `requests from origin ${origin} are not allowed`);
     const url = new URL(req.url ?? '/', `http://${req.headers.host}`);
+    const extra = options.extraRoute?.(url, req);
+    if (extra) {
+      res.writeHead(extra.status, { 'content-type': 'application/json', ...extra.headers });
+      res.end(extra.body);
+      return;
+    }
     if (url.pathname !== MCP_PATH) return jsonRpcError(res, 404, `not found: the MCP endpoint is ${MCP_PATH}`);
-    const given = bearerOf(req);
-    if (!given || !sameToken(given, token)) {
+    let who: GatewayPrincipal | undefined;
+    if (options.authenticate) {
+      const verdict = await options.authenticate(req);
+      if (!('principal' in verdict)) return jsonRpcError(res, verdict.status, verdict.message, verdict.headers);
+      who = verdict;
+    } else if (!bearerOf(req) || !sameToken(bearerOf(req)!, token)) {
       return jsonRpcError(res, 401, 'missing or wrong access token: send "Authorization: Bearer <token>" with the token `mcp-reconciler serve --http` printed', {
         'www-authenticate': 'Bearer realm="mcp-reconciler"',
       });
@@ -347,6 +402,8 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
       if (!s) {
         return jsonRpcError(res, 404, `Session not found: it was closed, unused for ${idleMs} ms, or the gateway restarted; initialize a new session`);
       }
+      // Another principal must not ride on a session id it learnt: to it, the session does not exist.
+      if (s.principal !== who?.principal) return jsonRpcError(res, 404, 'Session not found: it belongs to another principal; initialize a session of your own');
       track(sessionId, s, res);
       return s.transport.handleRequest(req, res);
     }
@@ -357,7 +414,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     } catch (err) {
       return jsonRpcError(res, 400, describeError(err));
     }
-    if (isInitializeRequest(body)) return openSession(req, res, url, body);
+    if (isInitializeRequest(body)) return openSession(req, res, url, body, who);
     const era = classifyInboundRequest({
       httpMethod: 'POST',
       body,
@@ -377,6 +434,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     let scope: SessionScope;
     try {
       scope = scopeFromRequest(url, req.headers);
+      if (who) scope = intersectScope(scope, who.servers);
     } catch (err) {
       return jsonRpcError(res, 400, `${describeError(err)}${err instanceof McpReconcilerError && err.hint ? ` (${err.hint})` : ''}`);
     }
@@ -393,14 +451,14 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
         new McpReconcilerError(
           ErrorCode.ConnectFailed,
           code === 'EADDRINUSE'
-            ? `port ${options.port} on 127.0.0.1 is already in use`
-            : `cannot listen on 127.0.0.1:${options.port ?? 0}: ${err.message}`,
+            ? `port ${options.port} on ${bindHost} is already in use`
+            : `cannot listen on ${bindHost}:${options.port ?? 0}: ${err.message}`,
           { hint: 'pick another port with --port N, or leave --port out to get a free one', cause: err },
         ),
       );
     };
     http.once('error', onError);
-    http.listen(options.port ?? 0, '127.0.0.1', () => {
+    http.listen(options.port ?? 0, bindHost, () => {
       http.off('error', onError);
       resolve();
     });
@@ -409,10 +467,10 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
 
   let closing: Promise<void> | undefined;
   return {
-    url: `http://127.0.0.1:${port}${MCP_PATH}`,
+    url: `http://${bindHost.includes(':') ? `[${bindHost}]` : bindHost}:${port}${MCP_PATH}`,
     port,
     token,
-    sessions: () => [...sessions.entries()].map(([id, s]) => ({ id, scope: s.scope, idle: s.open === 0 })),
+    sessions: () => [...sessions.entries()].map(([id, s]) => ({ id, scope: s.scope, idle: s.open === 0, ...(s.principal !== undefined ? { principal: s.principal } : {}) })),
     close: () => {
       closing ??= (async () => {
         stopping = true;

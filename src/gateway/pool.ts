@@ -74,6 +74,12 @@ export interface GatewayPoolOptions {
    * usage error otherwise.
    */
   separator?: string;
+  /**
+   * The gate before the pool holds servers a session newly needs: awaited
+   * before the controller is asked to start them (a cluster re-reads its
+   * shared approvals there, docs/cluster.md). Default: none, hold at once.
+   */
+  admit?: (servers: string[]) => Promise<void>;
 }
 
 interface SessionEntry {
@@ -100,6 +106,10 @@ export class GatewayPool {
   private readonly calls: Array<{ sessionId: string; server: string; requestId: RequestId }> = [];
   /** Servers the pool holds in the controller: those with at least one session. */
   private readonly held = new Set<string>();
+  /** Of {@link held}, those the controller was asked to hold (after the gate, when there is one). */
+  private readonly holding = new Set<string>();
+  /** Settles once the latest gate passed (or failed) and its holds were made. */
+  private admitted: Promise<void> = Promise.resolve();
   private closed = false;
 
   constructor(
@@ -176,6 +186,7 @@ export class GatewayPool {
     await this.start();
     const entry = this.sessions.get(sessionId);
     if (!entry) return;
+    await this.admitted;
     entry.ready ??= this.untilStarted(entry.session.scope);
     await entry.ready;
   }
@@ -207,20 +218,42 @@ export class GatewayPool {
   /** Hold what some session's scope includes and release the rest, among `names`. */
   private syncHolds(names: Iterable<string>): void {
     if (this.closed) return;
+    const toHold: string[] = [];
     for (const name of new Set(names)) {
       const wanted = [...this.sessions.values()].some((e) => inScope(e.session.scope, name));
       if (wanted === this.held.has(name)) continue;
-      try {
-        if (wanted) {
-          this.held.add(name);
-          this.controller.hold(name);
-        } else {
-          this.held.delete(name);
-          this.controller.release(name);
-        }
-      } catch (err) {
-        this.options.onError?.(`${wanted ? 'holding' : 'releasing'} "${name}": ${describeError(err)}`);
+      if (wanted) {
+        this.held.add(name);
+        toHold.push(name);
+      } else {
+        this.held.delete(name);
+        if (this.holding.delete(name)) this.guard('releasing', name, () => this.controller.release(name));
       }
+    }
+    if (toHold.length === 0) return;
+    const admit = this.options.admit;
+    if (!admit) return this.holdNow(toHold);
+    const previous = this.admitted;
+    this.admitted = admit(toHold)
+      .catch((err: unknown) => this.options.onError?.(`the gate before starting ${toHold.join(', ')}: ${describeError(err)}`))
+      .then(() => previous)
+      .then(() => this.holdNow(toHold));
+  }
+
+  /** Ask the controller to hold those of `names` some session still needs. */
+  private holdNow(names: string[]): void {
+    for (const name of names) {
+      if (this.closed || !this.held.has(name) || this.holding.has(name)) continue;
+      this.holding.add(name);
+      this.guard('holding', name, () => this.controller.hold(name));
+    }
+  }
+
+  private guard(what: string, name: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.options.onError?.(`${what} "${name}": ${describeError(err)}`);
     }
   }
 
@@ -297,8 +330,9 @@ export class GatewayPool {
     this.closed = true;
     for (const off of this.unsubscribe.splice(0)) off();
     this.sessions.clear();
-    for (const name of this.held) this.controller.release(name);
+    for (const name of this.holding) this.controller.release(name);
     this.held.clear();
+    this.holding.clear();
   }
 
   private fanOut(server: string, what: 'tools' | 'prompts'): void {

@@ -20,7 +20,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['src/watch'],
   ['src/controller'],
   ['src/gateway', 'src/dashboard', 'src/viz'],
-  ['src/daemon'],
+  ['src/daemon', 'src/cluster'],
   ['src/cli'],
   ['src/index'],
 ];

@@ -4,13 +4,15 @@
  * code. A real host process imports the built library, starts a stdio server
  * and lists its tools, with a module hook recording every module it loads.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fixturePath, repoRoot } from '../helpers/fixtures.js';
+import { cliBin, fixturePath, repoRoot } from '../helpers/fixtures.js';
+import { waitFor } from '../helpers/processes.js';
+import { startTestRedis } from '../helpers/redis.js';
 
 const LAZY = [
   '@modelcontextprotocol/sdk/dist/esm/client/auth.js',
@@ -63,4 +65,55 @@ describe('module loading', () => {
     expect(new Set(ours).size).toBeLessThan(10);
     for (const m of LAZY.filter((x) => x.startsWith('@'))) expect(loaded.filter((u) => u.endsWith(m)), m).toEqual([]);
   });
+});
+
+/**
+ * docs/cluster.md: `serve` without `--cluster` loads nothing of Redis or of
+ * JOSE. The built CLI runs under the same module hook until it is ready; the
+ * same run with `--cluster` (against a real redis-server) shows the hook sees
+ * them when they are loaded.
+ */
+describe('module loading of serve', () => {
+  const CLUSTER_ONLY = ['/node_modules/@redis/', '/node_modules/jose/', '/dist/src/cluster/', '/dist/cli/cluster'];
+
+  async function serveModules(extra: string[]): Promise<string[]> {
+    const dir = mkdtempSync(join(tmpdir(), 'lazy-serve-'));
+    dirs.push(dir);
+    const log = join(dir, 'loaded.txt');
+    writeFileSync(join(dir, 'hooks.mjs'), `import { appendFileSync } from 'node:fs';\nexport async function resolve(s, c, next) { const r = await next(s, c); appendFileSync(${JSON.stringify(log)}, r.url + '\\n'); return r; }\n`);
+    writeFileSync(join(dir, 'register.mjs'), `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});\n`);
+    writeFileSync(join(dir, 'settings.json'), JSON.stringify({ mcpServers: { s: { command: process.execPath, args: [fixturePath('basic-server')] } } }));
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: dir, MCP_RECONCILER_GATEWAY_TOKEN: 'x'.repeat(32) };
+    delete env.NODE_OPTIONS;
+    const child = spawn(process.execPath, ['--import', pathToFileURL(join(dir, 'register.mjs')).href, cliBin, 'serve', '--http', ...extra, '--cwd', dir, '--user-config', join(dir, 'settings.json'), '--approvals', join(dir, 'approvals.json')], {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      await waitFor(() => /listening on/.test(stderr) || child.exitCode !== null, 'serve to listen', 60_000);
+      expect(stderr).toMatch(/listening on/);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    return readFileSync(log, 'utf8').split('\n').filter(Boolean);
+  }
+
+  it('serve --http without --cluster loads nothing of Redis or JOSE; with --cluster it does', async () => {
+    const plain = await serveModules([]);
+    expect(plain.some((u) => u.includes('/dist/cli/'))).toBe(true);
+    for (const m of CLUSTER_ONLY) expect(plain.filter((u) => u.includes(m)), m).toEqual([]);
+    const redis = await startTestRedis();
+    try {
+      // The JWKS is fetched on the first request only: nothing is sent to that port.
+      const clustered = await serveModules(['--cluster', redis.socket, '--workspace-id', 'lazy', '--auth-issuer', 'http://127.0.0.1:9', '--auth-jwks', 'http://127.0.0.1:9/jwks']);
+      expect(clustered.some((u) => u.includes('/node_modules/@redis/'))).toBe(true);
+      expect(clustered.some((u) => u.includes('/node_modules/jose/'))).toBe(true);
+    } finally {
+      await redis.cleanup();
+    }
+  }, 120_000);
 });

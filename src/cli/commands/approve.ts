@@ -7,6 +7,25 @@ import { sendToRunningWatch } from '../send-to-watch.js';
 import { loadWorkspace } from '../workspace.js';
 import { getOwn } from '../../util/own.js';
 
+/** `--cluster` with `--workspace-id`: the decision goes to a clustered gateway's Redis (docs/cluster.md). */
+function clusterOf(ctx: CliContext): { target: string; workspaceId: string } | undefined {
+  const target = typeof ctx.values.cluster === 'string' ? ctx.values.cluster.trim() : undefined;
+  const workspaceId = typeof ctx.values['workspace-id'] === 'string' ? ctx.values['workspace-id'].trim() : undefined;
+  if (!target && !workspaceId) return undefined;
+  if (!target || !workspaceId) {
+    throw new McpReconcilerError(ErrorCode.Usage, '--cluster and --workspace-id go together', {
+      hint: 'give both, as the gateway replicas were started with (serve --http --cluster REDIS --workspace-id ID)',
+    });
+  }
+  if (ctx.values.session === true) throw new McpReconcilerError(ErrorCode.Usage, '--session does not apply with --cluster', { hint: 'a cluster keeps its decisions in Redis for every replica' });
+  return { target, workspaceId };
+}
+
+const clusterOptions = {
+  cluster: { type: 'string', value: 'REDIS', help: "store the decision in a clustered gateway's Redis (as its `serve --cluster`)" },
+  'workspace-id': { type: 'string', value: 'ID', help: 'with --cluster: the workspace id its replicas share' },
+} as const;
+
 /**
  * Writes a decision for the server's current config hash without starting
  * anything: approving must never be the thing that spawns a process.
@@ -44,9 +63,25 @@ async function decide(ctx: CliContext, decision: 'approved' | 'rejected'): Promi
       hint: decision === 'rejected' ? 'to keep it down, add it to `mcp.excluded` in your settings' : 'it connects without one',
     });
   }
-  const store = new FileApprovalStore(ctx.global.approvalsPath);
   const root = await canonicalRoot(ctx.global.root);
-  await store.set(root, server, { hash: entry.hash, decision, at: new Date().toISOString() });
+  const record = { hash: entry.hash, decision, at: new Date().toISOString() };
+  const cluster = clusterOf(ctx);
+  if (cluster) {
+    // Only with --cluster: without it nothing of Redis is loaded (docs/cluster.md).
+    const { connectRedis, RedisApprovalStore, workspaceKeys, checkWorkspaceId } = await import('../../cluster/index.js');
+    const keys = workspaceKeys(checkWorkspaceId(cluster.workspaceId));
+    const redis = await connectRedis(cluster.target);
+    try {
+      await new RedisApprovalStore({ redis, keys, target: cluster.target }).set(root, server, record);
+    } finally {
+      redis.destroy();
+    }
+    if (ctx.global.json) ctx.io.stdout.write(`${JSON.stringify({ server, decision, hash: entry.hash, workspaceId: cluster.workspaceId })}\n`);
+    else ctx.io.stdout.write(`${decision} "${server}" for its current config (${entry.hash.slice(0, 12)}) in cluster workspace ${cluster.workspaceId}\n`);
+    return 0;
+  }
+  const store = new FileApprovalStore(ctx.global.approvalsPath);
+  await store.set(root, server, record);
   if (ctx.global.json) ctx.io.stdout.write(`${JSON.stringify({ server, decision, hash: entry.hash, root })}\n`);
   else ctx.io.stdout.write(`${decision} "${server}" for its current config (${entry.hash.slice(0, 12)}) in ${root}\n`);
   return 0;
@@ -69,6 +104,7 @@ export const approveCommand: CliCommand = {
   options: {
     session: { type: 'boolean', help: 'approve for the running watch of this workspace only; nothing is stored' },
     timeout: { type: 'string', value: 'MS', help: `with --session: how long the running watch has to take it (default ${DEFAULT_PICKUP_TIMEOUT_MS})` },
+    ...clusterOptions,
   },
   run: (ctx) => decide(ctx, 'approved'),
 };
@@ -81,5 +117,6 @@ export const rejectCommand: CliCommand = {
   ],
   positionals: [serverArg('reject')],
   summary: 'reject a project/workspace server for its current config',
+  options: { ...clusterOptions },
   run: (ctx) => decide(ctx, 'rejected'),
 };

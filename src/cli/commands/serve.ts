@@ -15,6 +15,9 @@ import { writeRaw } from '../output.js';
 import { untilStopped } from '../until-stopped.js';
 import type { ToolExposure, ToolExposureMode } from '../../search/exposure.js';
 
+/** The cluster secret (docs/cluster.md): OAuth credentials are sealed in Redis with a key derived from it. */
+export const CLUSTER_SECRET_ENV = 'MCP_RECONCILER_CLUSTER_SECRET';
+
 /** Environment variable that fixes the HTTP access token (for client config files); random when unset. */
 export const GATEWAY_TOKEN_ENV = 'MCP_RECONCILER_GATEWAY_TOKEN';
 
@@ -35,6 +38,41 @@ export interface ServeArgs {
   sessionIdleTimeoutMs: number | undefined;
   separator: string | undefined;
   exposure: ToolExposure | undefined;
+  /** `--cluster` and `--workspace-id` (docs/cluster.md). */
+  cluster: ClusterArgs | undefined;
+  /** `--bind`: the address to listen on. */
+  bind: string | undefined;
+  allowedHosts: string[];
+  allowedOrigins: string[];
+}
+
+interface ClusterArgs {
+  target: string;
+  workspaceId: string;
+  /** Principal auth: the identity provider (`--auth-issuer`), its keys (`--auth-jwks`), our resource URL (`--public-url`). */
+  issuer: string;
+  jwksUrl: string;
+  publicUrl: string | undefined;
+}
+
+const LOOPBACK_BINDS = new Set(['127.0.0.1', '::1', 'localhost']);
+
+function strings(v: CliContext['values'], key: string): string[] {
+  const raw = v[key];
+  const list = Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
+  return list.filter((x): x is string => typeof x === 'string').map((x) => x.trim()).filter(Boolean);
+}
+
+function httpUrl(v: CliContext['values'], key: string): string | undefined {
+  const raw = v[key];
+  if (raw === undefined) return undefined;
+  try {
+    const u = new URL(String(raw));
+    if (u.protocol === 'https:' || u.protocol === 'http:') return u.href;
+  } catch {
+    // reported below
+  }
+  throw usage(`--${key} must be an http(s) URL, not ${JSON.stringify(String(raw))}`, `e.g. --${key} https://id.example.com${key === 'auth-jwks' ? '/.well-known/jwks.json' : key === 'public-url' ? '/mcp' : ''}`);
 }
 
 const EXPOSURE_MODES: readonly ToolExposureMode[] = ['all', 'search', 'auto'];
@@ -67,6 +105,29 @@ function parseExposure(v: CliContext['values']): ToolExposure | undefined {
   return { mode: mode ?? 'auto', ...(maxTools !== undefined ? { maxTools } : {}), ...(maxToolTokens !== undefined ? { maxToolTokens } : {}) };
 }
 
+/** `--cluster REDIS` with `--workspace-id ID`: both or neither, and only with --http. */
+function parseCluster(v: CliContext['values'], http: boolean): ServeArgs['cluster'] {
+  const target = typeof v.cluster === 'string' ? v.cluster.trim() : undefined;
+  const workspaceId = typeof v['workspace-id'] === 'string' ? v['workspace-id'].trim() : undefined;
+  const issuer = httpUrl(v, 'auth-issuer');
+  const jwksUrl = httpUrl(v, 'auth-jwks');
+  const publicUrl = httpUrl(v, 'public-url');
+  if (target === undefined && workspaceId === undefined) {
+    if (issuer || jwksUrl || publicUrl) throw usage('--auth-issuer, --auth-jwks and --public-url apply to --cluster', 'without --cluster the gateway takes its shared access token');
+    return undefined;
+  }
+  if (!http) throw usage('--cluster applies to --http only', 'a clustered gateway serves many clients over HTTP: add --http');
+  if (!target) throw usage('--workspace-id needs --cluster', 'add --cluster redis://HOST:6379 (or a unix socket path), the Redis every replica shares');
+  if (!workspaceId) {
+    throw usage('--cluster needs --workspace-id', 'name the workspace every replica of this gateway shares, e.g. --workspace-id team-tools (approvals and listings are kept under it)');
+  }
+  if (!issuer || !jwksUrl) {
+    throw usage('--cluster needs --auth-issuer and --auth-jwks: a clustered gateway takes access tokens of your identity provider instead of one shared token', 'e.g. --auth-issuer https://id.example.com --auth-jwks https://id.example.com/.well-known/jwks.json (see docs/cluster.md)');
+  }
+  // The issuer identifier is compared as given: `new URL` would add a trailing slash.
+  return { target, workspaceId, issuer: String(v['auth-issuer']).trim(), jwksUrl, publicUrl };
+}
+
 /** `serve`'s options, checked (usage errors say what to change). */
 export function parseServeArgs(ctx: CliContext): ServeArgs {
   const v = ctx.values;
@@ -92,10 +153,25 @@ export function parseServeArgs(ctx: CliContext): ServeArgs {
   if (v['session-idle-timeout'] !== undefined && !http) {
     throw usage('--session-idle-timeout applies to --http only', 'a stdio session ends when its client closes stdin; add --http, or drop --session-idle-timeout');
   }
+  const cluster = parseCluster(v, http);
+  const bind = typeof v.bind === 'string' ? v.bind.trim() : undefined;
+  if (bind !== undefined) {
+    if (!http) throw usage('--bind applies to --http only', 'add --http, or drop --bind');
+    if (!LOOPBACK_BINDS.has(bind) && !cluster) {
+      throw usage(`--bind ${bind} reaches beyond this machine, which needs --cluster`, 'a gateway on the network authenticates principals with your identity provider: add --cluster, --workspace-id, --auth-issuer and --auth-jwks (docs/cluster.md)');
+    }
+  }
+  const allowedHosts = strings(v, 'allowed-host');
+  const allowedOrigins = strings(v, 'allowed-origin');
+  if ((allowedHosts.length || allowedOrigins.length) && !cluster) throw usage('--allowed-host and --allowed-origin apply to --cluster', 'without it the gateway answers loopback only');
   if (stdio && !ctx.io.stdin) throw usage('serve --stdio needs a standard input', 'run it as the command of an MCP client');
   if (v.shared === true && !stdio) throw usage('--shared applies to --stdio', 'use serve --stdio --shared; HTTP clients already share one gateway');
   const token = http ? ctx.io.env[GATEWAY_TOKEN_ENV] || undefined : undefined;
   return {
+    cluster,
+    bind,
+    allowedHosts: [...allowedHosts, ...(cluster?.publicUrl ? [new URL(cluster.publicUrl).host] : [])],
+    allowedOrigins,
     stdio,
     http,
     port,
@@ -158,6 +234,16 @@ async function run(ctx: CliContext): Promise<number> {
   const { GatewayPool, GATEWAY_IDLE_TIMEOUT_MS, serveStdio, startHttpGateway } = await import('../../gateway/index.js');
   // stdout may be the protocol channel: everything human goes to stderr.
   const log = (line: string): void => void io.stderr.write(`mcp-reconciler serve: ${line}\n`);
+  // Only with --cluster: without it nothing of Redis is loaded (docs/cluster.md).
+  const clusterKit = args.cluster ? await import('../../cluster/index.js') : undefined;
+  const secret = io.env[CLUSTER_SECRET_ENV] || undefined;
+  const cluster = args.cluster ? await clusterKit!.openCluster({ ...args.cluster, log, ...(secret ? { secret } : {}) }) : undefined;
+  // The resource URL is known once the port is: requests wait for it.
+  let principals: ((url: string) => void) | undefined;
+  const principalAuth = new Promise<import('../../cluster/principals.js').PrincipalAuth>((resolve) => {
+    principals = (url) => resolve(new clusterKit!.PrincipalAuth({ issuer: args.cluster!.issuer, jwksUrl: args.cluster!.jwksUrl, resource: args.cluster!.publicUrl ?? url }));
+  });
+  let metadataRoute: import('../../cluster/principals.js').PrincipalAuth | undefined;
   const cwdArg = `--cwd ${shellQuote(ctx.global.root)}`;
   // Managed servers' elicitation and sampling go to a connected client that supports them (the pool picks it).
   let pool: GatewayPool | undefined;
@@ -168,6 +254,8 @@ async function run(ctx: CliContext): Promise<number> {
     onDemand: true,
     ...(args.lazy ? { startup: 'lazy' as const } : {}),
     ...(args.exposure ? { toolExposure: args.exposure } : {}),
+    ...(cluster ? { approvals: cluster.approvals, listingCacheSecondLevel: cluster.listings } : {}),
+    ...(cluster?.tokens ? { oauth: { tokenStore: cluster.tokens } } : {}),
     idleTimeoutMs: args.idleTimeoutMs ?? GATEWAY_IDLE_TIMEOUT_MS,
     onElicitation: (server, request, opts) => pool?.elicit(server, request, opts) ?? { action: 'decline' },
     onSampling: (server, request, opts) => {
@@ -189,16 +277,34 @@ async function run(ctx: CliContext): Promise<number> {
       log(`"${e.name}" ${describeReason(e.state)}${row?.lastError ? `: ${row.lastError}` : ''}`);
     }
   });
-  pool = new GatewayPool(controller, { onError: log, ...(args.separator !== undefined ? { separator: args.separator } : {}) });
+  pool = new GatewayPool(controller, {
+    onError: log,
+    ...(args.separator !== undefined ? { separator: args.separator } : {}),
+    ...(cluster ? { admit: () => cluster.admit() } : {}),
+  });
   let http: HttpGateway | undefined;
   let stdio: StdioGateway | undefined;
   // A client that went away leaves a broken pipe: that ends the session, it is not a crash.
   const onStdoutError = (): void => session.stop();
   let stopped = false;
   try {
+    if (cluster) {
+      await cluster.attach(controller);
+      log(`cluster: workspace ${args.cluster!.workspaceId} on Redis at ${args.cluster!.target}`);
+      if (!cluster.tokens) log(`cluster: $${CLUSTER_SECRET_ENV} is not set, so OAuth credentials stay on this replica; set it (32+ bytes, the same on every replica) to share them sealed in Redis`);
+    }
     if (args.http) {
       http = await startHttpGateway(pool, {
         port: args.port,
+        ...(args.bind ? { host: args.bind } : {}),
+        ...(args.allowedHosts.length ? { allowedHosts: args.allowedHosts } : {}),
+        ...(args.allowedOrigins.length ? { allowedOrigins: args.allowedOrigins } : {}),
+        ...(cluster
+          ? {
+              authenticate: async (req) => (await principalAuth).authenticate(req),
+              extraRoute: (url) => metadataRoute?.route(url),
+            }
+          : {}),
         resumable: args.resumable,
         ...(args.token ? { token: args.token } : {}),
         ...(args.callTimeoutMs !== undefined ? { callTimeoutMs: args.callTimeoutMs } : {}),
@@ -206,8 +312,21 @@ async function run(ctx: CliContext): Promise<number> {
         onSession: (e) => log(`session ${e.id} ${e.type === 'open' ? 'opened' : 'closed'}${e.type === 'open' && e.scope ? ` (servers: ${[...e.scope].join(', ') || 'none'})` : ''}${closeNote(e.reason)}`),
       });
       log(`listening on ${http.url}`);
-      log(`access token: ${http.token}`);
-      log('clients send "Authorization: Bearer <token>"; add ?servers=a,b to the URL (or an X-MCP-Allowed-Servers header) to limit a session to some servers');
+      if (cluster) {
+        principals!(http.url);
+        metadataRoute = await principalAuth;
+        const gateway = http;
+        cluster.announce(() => {
+          const principals = new Map<string, number>();
+          const open = gateway.sessions();
+          for (const s of open) if (s.principal !== undefined) principals.set(s.principal, (principals.get(s.principal) ?? 0) + 1);
+          return { url: gateway.url, sessions: open.length, principals: Object.fromEntries(principals) };
+        });
+        log(`clients send access tokens of ${args.cluster!.issuer} for ${args.cluster!.publicUrl ?? http.url} (metadata: ${metadataRoute.metadataUrl}); scope mcp:servers or mcp:server:<name>`);
+      } else {
+        log(`access token: ${http.token}`);
+        log('clients send "Authorization: Bearer <token>"; add ?servers=a,b to the URL (or an X-MCP-Allowed-Servers header) to limit a session to some servers');
+      }
     }
     if (args.stdio) {
       if (io.stdin === process.stdin) process.stdout.on('error', onStdoutError);
@@ -249,6 +368,7 @@ async function run(ctx: CliContext): Promise<number> {
     await http?.close().catch((err: unknown) => log(`closing the HTTP listener: ${describeError(err)}`));
     pool.close();
     await controller.dispose();
+    await cluster?.close();
     cleanup();
   }
   return 0;
@@ -283,6 +403,14 @@ export const serveCommand: CliCommand = {
     separator: { type: 'string', value: 'SEP', help: 'tool and prompt names mcp<SEP><server><SEP><tool> (default __; letters, digits, _ and - only)' },
     tools: { type: 'string', value: 'all|search|auto', help: 'all: list every tool (default); search: only search_tools + call_tool (found tools join the list); auto: all while under the caps, else pinned and most used tools + the search pair' },
     'max-tools': { type: 'string', value: 'N', help: 'auto: list every tool only while a session has at most N (e.g. 128 for VS Code, 40 for Cursor); implies --tools auto' },
+    cluster: { type: 'string', value: 'REDIS', help: 'HTTP: one replica of a gateway sharing approvals (and more) in Redis: a redis:// URL or a unix socket path; needs --workspace-id (docs/cluster.md)' },
+    'workspace-id': { type: 'string', value: 'ID', help: 'with --cluster: the name every replica of this gateway shares in Redis' },
+    'auth-issuer': { type: 'string', value: 'URL', help: "with --cluster: your identity provider's issuer; clients send its JWT access tokens (scope mcp:servers or mcp:server:<name>)" },
+    'auth-jwks': { type: 'string', value: 'URL', help: "with --cluster: the identity provider's JWKS URL (its signing keys)" },
+    'public-url': { type: 'string', value: 'URL', help: 'with --cluster: the URL clients reach the gateway at (the tokens\' audience; default the listening URL)' },
+    bind: { type: 'string', value: 'ADDR', help: 'HTTP: listen on ADDR (default 127.0.0.1); beyond loopback needs --cluster' },
+    'allowed-host': { type: 'string', value: 'HOST:PORT', multiple: true, help: 'with --cluster: a Host header to accept besides loopback (and --public-url\'s)' },
+    'allowed-origin': { type: 'string', value: 'ORIGIN', multiple: true, help: 'with --cluster: a browser Origin to accept besides loopback' },
     'max-tool-tokens': { type: 'string', value: 'T', help: 'auto: list every tool only while their definitions cost at most T tokens (o200k_base); implies --tools auto' },
   },
   run,

@@ -6,6 +6,7 @@ import { withController } from '../controller-session.js';
 import { displayPath } from '../../format/paths.js';
 import { table } from '../output.js';
 import { TOKEN_ENCODING } from '../../registry/tokens.js';
+import { ErrorCode, McpReconcilerError } from '../../errors.js';
 
 /** What every server's tool definitions cost together, in tokens. */
 export function totalTokens(rows: readonly ServerStatus[]): number {
@@ -62,6 +63,43 @@ async function run(ctx: CliContext): Promise<number> {
 }
 
 /** `status`: start, settle, print every server's state, exit. */
+/** `status --cluster REDIS --workspace-id ID`: the live replicas of a clustered gateway and their sessions (docs/cluster.md). */
+async function clusterStatus(ctx: CliContext, target: string, workspaceId: string): Promise<number> {
+  // Only with --cluster: without it nothing of Redis is loaded.
+  const { connectRedis, liveReplicas, workspaceKeys, checkWorkspaceId } = await import('../../cluster/index.js');
+  const keys = workspaceKeys(checkWorkspaceId(workspaceId));
+  const redis = await connectRedis(target);
+  try {
+    const replicas = await liveReplicas(redis, keys);
+    if (ctx.global.json) {
+      ctx.io.stdout.write(`${JSON.stringify({ workspaceId, replicas }, null, 2)}\n`);
+      return 0;
+    }
+    if (replicas.length === 0) {
+      ctx.io.stdout.write(`no live replica of cluster workspace ${workspaceId} on Redis at ${target}\n`);
+      return 0;
+    }
+    const now = Date.now();
+    ctx.io.stdout.write(
+      `${table([
+        ['REPLICA', 'URL', 'HOST', 'PID', 'SESSIONS', 'PRINCIPALS', 'SEEN'],
+        ...replicas.map((r) => [
+          r.id,
+          r.url,
+          r.host,
+          String(r.pid),
+          String(r.sessions),
+          Object.entries(r.principals).map(([p, n]) => `${p}:${n}`).join(',') || '-',
+          `${Math.max(0, Math.round((now - Date.parse(r.at)) / 1000))}s ago`,
+        ]),
+      ])}\n${replicas.length} replica(s), ${replicas.reduce((n, r) => n + r.sessions, 0)} session(s)\n`,
+    );
+    return 0;
+  } finally {
+    redis.destroy();
+  }
+}
+
 export const statusCommand: CliCommand = {
   name: 'status',
   examples: [
@@ -77,6 +115,16 @@ export const statusCommand: CliCommand = {
       value: 'MS',
       help: "wait at most MS milliseconds for each server to settle, counted from its start (default: until it connects or its start bound, startTimeoutMs, fails it)",
     },
+    cluster: { type: 'string', value: 'REDIS', help: 'list the live replicas of a clustered gateway (serve --cluster) and their sessions instead' },
+    'workspace-id': { type: 'string', value: 'ID', help: 'with --cluster: the workspace id its replicas share' },
   },
-  run,
+  run: (ctx) => {
+    const target = typeof ctx.values.cluster === 'string' ? ctx.values.cluster.trim() : '';
+    const id = typeof ctx.values['workspace-id'] === 'string' ? ctx.values['workspace-id'].trim() : '';
+    if (!target && !id) return run(ctx);
+    if (!target || !id) {
+      throw new McpReconcilerError(ErrorCode.Usage, 'status --cluster and --workspace-id go together', { hint: 'give both, as the replicas were started with' });
+    }
+    return clusterStatus(ctx, target, id);
+  },
 };

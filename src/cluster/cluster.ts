@@ -1,0 +1,134 @@
+/**
+ * One replica's share of a clustered gateway (docs/cluster.md): the Redis
+ * connections, the shared approvals, and the gate the pool passes before it
+ * starts a server. Loaded only by `serve --cluster`: without it nothing of
+ * Redis is imported.
+ */
+import type { McpController } from '../controller/controller.js';
+import { describeError } from '../errors.js';
+import { RedisApprovalStore } from './approvals.js';
+import { RedisListings } from './listings.js';
+import { RedisTokenStore } from './credentials.js';
+import { ReplicaAnnouncer } from './replicas.js';
+import { checkWorkspaceId, connectRedis, workspaceKeys, type Redis, type WorkspaceKeys } from './redis.js';
+
+/** Options of {@link openCluster}. */
+export interface ClusterOptions {
+  /** `--cluster`: a Redis URL or unix socket path. */
+  target: string;
+  /** `--workspace-id`: names the workspace across machines. */
+  workspaceId: string;
+  /** Where connection problems and recoveries are told. */
+  log: (line: string) => void;
+  /**
+   * The cluster secret (`MCP_RECONCILER_CLUSTER_SECRET`, the same on every
+   * replica): with it, the managed servers' OAuth credentials are kept in
+   * Redis, sealed; without it each replica keeps its own.
+   */
+  secret?: string;
+}
+
+/** The server states whose decisions outlive a Redis outage: running, or on their way to it. */
+const RUNNING = new Set(['connected', 'connecting', 'reconnecting']);
+
+/** A replica's cluster connection. */
+export class Cluster {
+  readonly approvals: RedisApprovalStore;
+  /** The listing cache's second level. */
+  readonly listings: RedisListings;
+  /** The shared OAuth credentials, when the cluster has a secret. */
+  readonly tokens: RedisTokenStore | undefined;
+  private controller: McpController | undefined;
+  private subscriber: Redis | undefined;
+  private announcer: ReplicaAnnouncer | undefined;
+  private down = false;
+  private closed = false;
+
+  private constructor(
+    readonly redis: Redis,
+    readonly keys: WorkspaceKeys,
+    private readonly options: ClusterOptions,
+  ) {
+    this.approvals = new RedisApprovalStore({ redis, keys, target: options.target });
+    this.listings = new RedisListings(redis, keys);
+    this.tokens = options.secret ? new RedisTokenStore({ redis, keys, secret: options.secret, principal: 'gateway' }) : undefined;
+  }
+
+  /** Connect to Redis; rejects with a `connect_failed` error when it does not answer. */
+  static async open(options: ClusterOptions): Promise<Cluster> {
+    const keys = workspaceKeys(checkWorkspaceId(options.workspaceId));
+    let cluster: Cluster | undefined;
+    const redis = await connectRedis(options.target, (message) => {
+      options.log(`${message} (gated servers that are not running stay pending until it answers)`);
+      if (cluster) cluster.down = true;
+    });
+    cluster = new Cluster(redis, keys, options);
+    redis.on('ready', () => cluster.recovered());
+    return cluster;
+  }
+
+  /**
+   * Follow `controller`: a decision any replica stores is applied here at once
+   * (pub/sub), and a reconnect to Redis re-reads everything.
+   */
+  async attach(controller: McpController): Promise<void> {
+    this.controller = controller;
+    this.approvals.running = () =>
+      controller
+        .status()
+        .filter((r) => RUNNING.has(r.state))
+        .map((r) => r.name);
+    const sub = this.redis.duplicate();
+    sub.on('error', () => undefined); // the main client reports connection problems
+    await sub.connect();
+    await sub.subscribe(this.keys.approvalsChanged, () => this.reread('an approval changed'));
+    this.subscriber = sub;
+  }
+
+  /**
+   * The gate before the pool starts servers: re-read the decisions (SPEC §4
+   * in a cluster), so a decision taken on another replica, or Redis gone,
+   * counts for this very start.
+   */
+  async admit(): Promise<void> {
+    await this.controller?.reload().catch((err: unknown) => this.options.log(`re-reading approvals: ${describeError(err)}`));
+  }
+
+  /** Announce this replica (for `status --cluster`) with what `describe` says, until {@link close}. */
+  announce(describe: () => { url: string; sessions: number; principals: Record<string, number> }): void {
+    this.announcer = new ReplicaAnnouncer(this.redis, this.keys, describe);
+    this.announcer.start();
+  }
+
+  private recovered(): void {
+    if (!this.down || this.closed) return;
+    this.down = false;
+    this.options.log(`Redis at ${this.options.target} answers again; approvals re-read`);
+    this.reread('Redis is back');
+  }
+
+  private reread(why: string): void {
+    if (this.closed || !this.controller) return;
+    this.controller.reload().catch((err: unknown) => this.options.log(`re-reading approvals (${why}): ${describeError(err)}`));
+  }
+
+  /** Leave Redis. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.announcer?.stop();
+    for (const c of [this.subscriber, this.redis]) {
+      if (!c) continue;
+      try {
+        c.destroy();
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
+/** Connect a replica to its cluster (see {@link Cluster.open}). */
+export function openCluster(options: ClusterOptions): Promise<Cluster> {
+  return Cluster.open(options);
+}

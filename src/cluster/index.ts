@@ -1,0 +1,10 @@
+/**
+ * The clustered gateway (`serve --http --cluster`, docs/cluster.md): replicas
+ * sharing approvals, listings, credentials, sessions and leases in Redis.
+ */
+export { Cluster, openCluster, type ClusterOptions } from './cluster.js';
+export { RedisApprovalStore, type RedisApprovalStoreOptions } from './approvals.js';
+export { connectRedis, redisOptions, workspaceKeys, checkWorkspaceId, type Redis, type WorkspaceKeys } from './redis.js';
+export { PrincipalAuth, serversOfScopes, ALL_SERVERS_SCOPE, SERVER_SCOPE_PREFIX, type PrincipalAuthOptions } from './principals.js';
+export { RedisTokenStore, seal, unseal, sealingKey, type RedisTokenStoreOptions } from './credentials.js';
+export { ReplicaAnnouncer, liveReplicas, HEARTBEAT_MS, type ReplicaInfo } from './replicas.js';

@@ -1,0 +1,136 @@
+/**
+ * Shared setup of the cluster tests: a real redis-server (test/helpers/redis.ts),
+ * one workspace, and several `serve --http --cluster` replicas of it, each a
+ * process of the built binary with its own HOME (its own listing cache and
+ * process state, as on its own machine) and the same access token.
+ */
+import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import { runCliCaptured } from '../helpers/cli.js';
+import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { connectHttp, ServeProcess, Workspace, type HttpConnected } from '../gateway/support.js';
+
+/** The URL every replica is reached at behind the load balancer: the access tokens' audience. */
+export const PUBLIC_URL = 'http://gateway.test/mcp';
+
+/**
+ * A stand-in for the company's identity provider: a JWKS on 127.0.0.1 with a
+ * key generated here, and access tokens signed with it.
+ */
+export class TestIdentityProvider {
+  private server: Server | undefined;
+  private key!: CryptoKey;
+  private jwk!: JWK;
+  issuer = '';
+  /** JWKS requests served. */
+  jwksHits = 0;
+
+  async start(): Promise<void> {
+    const { privateKey, publicKey } = await generateKeyPair('ES256');
+    this.key = privateKey;
+    this.jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+    this.server = createServer((req, res) => {
+      if (req.url !== '/jwks') return void res.writeHead(404).end();
+      this.jwksHits++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [this.jwk] }));
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.issuer = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** An access token of `sub` with `scope` (default every server), for `audience` (default {@link PUBLIC_URL}). */
+  token(sub: string, scope = 'mcp:servers', options: { audience?: string; issuer?: string; expiresIn?: string | number } = {}): Promise<string> {
+    return new SignJWT({ scope })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setSubject(sub)
+      .setIssuer(options.issuer ?? this.issuer)
+      .setAudience(options.audience ?? PUBLIC_URL)
+      .setIssuedAt()
+      .setExpirationTime(options.expiresIn ?? '1h')
+      .sign(this.key);
+  }
+
+  /** The serve options that trust it. */
+  args(): string[] {
+    return ['--auth-issuer', this.issuer, '--auth-jwks', `${this.issuer}/jwks`, '--public-url', PUBLIC_URL];
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
+
+/** One `serve --http --cluster` process. */
+export interface Replica {
+  readonly name: string;
+  readonly serve: ServeProcess;
+  readonly url: string;
+  /** Open a session on this replica (`query` like `?servers=a`) as `principal` (default alice, every server) or with `token`. */
+  open(query?: string, token?: string): Promise<HttpConnected>;
+}
+
+/** A workspace, its Redis and its replicas; {@link stop} ends them all and reports what was left. */
+export class ClusterFixture {
+  readonly ws = new Workspace();
+  redis!: TestRedis;
+  readonly idp = new TestIdentityProvider();
+  readonly replicas: Replica[] = [];
+  readonly sessions: HttpConnected[] = [];
+  readonly workspaceId = `ws-${this.ws.mark}`;
+
+  /** Start Redis and the identity provider. */
+  async startRedis(): Promise<void> {
+    this.redis = await startTestRedis();
+    await this.idp.start();
+  }
+
+  /** The cluster options every replica (and `approve --cluster`) takes. */
+  clusterArgs(): string[] {
+    return ['--cluster', this.redis.socket, '--workspace-id', this.workspaceId];
+  }
+
+  /** Environment of replica `name`: its own HOME in the workspace, the shared token. */
+  env(name: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+    const home = join(this.ws.dir, `home-${name}`);
+    mkdirSync(home, { recursive: true });
+    return { ...this.ws.env(), HOME: home, XDG_CACHE_HOME: join(home, '.cache'), XDG_STATE_HOME: join(home, '.state'), ...extra };
+  }
+
+  /** Start replica `name` with `extra` serve options; resolves once it listens. */
+  async replica(name: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Replica> {
+    const e = this.env(name, env);
+    const ws = { args: () => this.ws.args(), env: () => e } as unknown as Workspace;
+    const serve = new ServeProcess(ws, ['--http', ...this.clusterArgs(), ...this.idp.args(), ...extra]);
+    const url = await serve.fromStderr(/listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/, `replica ${name}'s URL`);
+    const replica: Replica = {
+      name,
+      serve,
+      url,
+      open: async (query = '', token?: string) => {
+        const s = await connectHttp(url, token ?? (await this.idp.token('alice')), query);
+        this.sessions.push(s);
+        return s;
+      },
+    };
+    this.replicas.push(replica);
+    return replica;
+  }
+
+  /** `mcp-reconciler approve SERVER --cluster …` (or `reject`). */
+  decide(verb: 'approve' | 'reject', server: string) {
+    return runCliCaptured([verb, server, ...this.clusterArgs(), ...this.ws.args()], this.ws.env(), this.ws.root);
+  }
+
+  /** Close the sessions, stop every replica and Redis; how many processes were left. */
+  async stop(): Promise<number> {
+    for (const s of this.sessions) await s.client.close().catch(() => undefined);
+    await Promise.all(this.replicas.map((r) => r.serve.stop()));
+    await this.redis?.cleanup();
+    await this.idp.stop();
+    return this.ws.cleanup();
+  }
+}
