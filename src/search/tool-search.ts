@@ -50,8 +50,48 @@ const SCORING = { k: 1.2, b: 0.75, prefixWeight: 0.5, fuzzyWeight: 0.3, restWeig
 const ALIAS_WEIGHT = 0.7;
 const RELATED_WEIGHT = 0.35;
 /** Expansions of a word some tool already uses count this much less. */
-const KNOWN_WORD_SCALE = 0.3;
+const KNOWN_WORD_SCALE = 0.5;
+/** At most this many alternatives of one query word, best first. */
+const MAX_ALTERNATIVES = 8;
 const DEFAULT_LIMIT = 10;
+
+/** A term standing in for a query word, its weight, and whether it comes from the curated shorthand (not WordNet). */
+interface Alternative {
+  term: string;
+  weight: number;
+  curated: boolean;
+}
+
+/** What a target named in a query is, and the terms tools taking such a target use (at lower weight than the query's words). */
+type TargetKind = 'url' | 'file';
+const TARGET_TERMS: Record<TargetKind, [string, number][]> = {
+  url: [
+    ['url', 0.5],
+    ['page', 0.3],
+  ],
+  file: [
+    ['file', 0.5],
+    ['path', 0.3],
+  ],
+};
+const URL = /\b(?:[a-z][a-z0-9+.-]*:\/\/\S+|(?:localhost|\d{1,3}(?:\.\d{1,3}){3})(?::\d+)?(?:\/\S*)?|www\.\S+)/gi;
+/** `name.ext` (an extension of letters, at most five) or a path of two parts or more, not a version number. */
+const FILE = /(?:^|\s)(?:[\w.-]*\/[\w./-]+|[\w-]{2,}(?:\.[\w-]+)*\.[a-z][a-z0-9]{0,4})(?=[\s,;:!?)]|[.](?:\s|$)|$)/gi;
+
+/** The query with URLs and file names taken out, and the kinds of target it named. */
+function targetsOf(query: string): { text: string; kinds: TargetKind[] } {
+  const kinds = new Set<TargetKind>();
+  const text = query
+    .replace(URL, () => {
+      kinds.add('url');
+      return ' ';
+    })
+    .replace(FILE, () => {
+      kinds.add('file');
+      return ' ';
+    });
+  return { text, kinds: [...kinds] };
+}
 const MAX_DESCRIPTION = 1_200;
 const MAX_PARAMS = 1_200;
 
@@ -105,7 +145,7 @@ function docOf(tool: RegisteredTool): Doc {
 export class ToolSearch {
   private readonly index = new FieldIndex({ fields: FIELDS, boosts: BOOST, ...SCORING });
   private wordnet: WordNet | undefined | null;
-  private readonly expansions = new Map<string, Map<string, number>>();
+  private readonly expansions = new Map<string, Alternative[]>();
 
   private constructor(
     private readonly source: ToolSource,
@@ -163,8 +203,11 @@ export class ToolSearch {
    */
   private expand(query: string): TermQuery[][] {
     const groups = new Map<string, TermQuery[]>();
-    // A URL in a task names the target, not the tool ("go to https://…").
-    for (const w of words(query.replace(/\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, ' '))) {
+    // A URL, a file name or a path in a task names the target, not the tool ("go to https://…",
+    // "open package.json"): its words are noise, but what kind of thing it is says which tools fit.
+    const { text, kinds } = targetsOf(query);
+    for (const kind of kinds) groups.set(`<${kind}>`, TARGET_TERMS[kind].map(([term, weight]) => ({ term, weight })));
+    for (const w of words(text)) {
       if (isStopWord(w)) continue;
       // Two-letter words count only as known shorthand (`pr`, `ls`); otherwise they are file extensions and noise.
       if (w.length < 3 && aliasesOf(w).length === 0) continue;
@@ -174,7 +217,13 @@ export class ToolSearch {
       // A word the tools already use speaks for itself: its synonyms mostly add noise. A word
       // no tool uses is where the expansion earns its keep.
       const scale = this.index.hasTerm(term) ? KNOWN_WORD_SCALE : 1;
-      for (const [alt, weight] of this.related(w)) if (alt !== term) group.push({ term: alt, weight: weight * scale });
+      // Only alternatives some tool uses can match; the strongest few of those.
+      let alternatives = 0;
+      for (const alt of this.related(w)) {
+        if (alt.term === term || !this.index.hasTerm(alt.term)) continue;
+        group.push({ term: alt.term, weight: alt.curated ? alt.weight : alt.weight * scale });
+        if (++alternatives >= MAX_ALTERNATIVES) break;
+      }
       groups.set(term, group);
     }
     return [...groups.values()];
@@ -188,15 +237,17 @@ export class ToolSearch {
     );
   }
 
-  private related(word: string): Map<string, number> {
+  /** A word's alternatives, best first: its shorthand (curated) and its WordNet relations. */
+  private related(word: string): Alternative[] {
     let found = this.expansions.get(word);
     if (found) return found;
-    found = new Map();
-    const add = (text: string, weight: number): void => {
-      for (const t of terms(text)) if ((found!.get(t) ?? 0) < weight) found!.set(t, weight);
+    const best = new Map<string, Alternative>();
+    const add = (text: string, weight: number, curated: boolean): void => {
+      for (const term of terms(text)) if ((best.get(term)?.weight ?? 0) < weight) best.set(term, { term, weight, curated });
     };
-    for (const a of aliasesOf(word)) add(a, ALIAS_WEIGHT);
-    for (const r of this.lexicon()?.related(word) ?? []) add(r.word, RELATED_WEIGHT * r.weight);
+    for (const a of aliasesOf(word)) add(a, ALIAS_WEIGHT, true);
+    for (const r of this.lexicon()?.related(word) ?? []) add(r.word, RELATED_WEIGHT * r.weight, false);
+    found = [...best.values()].sort((a, b) => b.weight - a.weight);
     this.expansions.set(word, found);
     return found;
   }
