@@ -84,6 +84,12 @@ export interface ServerConfig {
    */
   startTimeoutMs?: number;
   /**
+   * Hold back tool definitions that change after they were accepted (a new
+   * description or schema, a new tool) until `approve <server> --tools`
+   * (docs/tool-definitions.md). Not hashed: it changes what is registered, not what runs.
+   */
+  pinToolDefinitions?: boolean;
+  /**
    * For `type: 'sdk'`: the in-process server object (an SDK `McpServer` or
    * `Server`). Not serialisable; fingerprints use its identity.
    */

@@ -105,6 +105,8 @@ const entrySchema = z.object({
     .positive({ error: 'must be a positive number of milliseconds' })
     .max(MAX_TIMEOUT_MS, { error: `must be at most ${MAX_TIMEOUT_MS} ms (24 hours)` })
     .optional(),
+  // Definition drift (docs/tool-definitions.md): changed tool definitions wait for `approve --tools`.
+  pinToolDefinitions: z.boolean().optional(),
 });
 
 /**

@@ -1,7 +1,7 @@
 import { availableParallelism, homedir } from 'node:os';
 import path from 'node:path';
 import { createActor, type Actor, type AnyActorRef, type InspectionEvent, type StateValue } from 'xstate';
-import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, GetPromptResult, ReadResourceResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { reconcilerMachine } from '../../machines/reconciler.machine.js';
 import { isInTransit, reasonOf, stateNameOf } from '../../machines/reason.js';
 import { slowStartOf, type ServerContext } from '../../machines/server.machine.js';
@@ -24,6 +24,8 @@ import type { Root } from '@modelcontextprotocol/sdk/types.js';
 import type { SearchToolsOptions, ToolMatch, ToolSearch } from '../search/tool-search.js';
 import { selectTools, type ExposedTools } from '../search/exposure.js';
 import { ToolUsage } from '../search/usage.js';
+import { ToolDefinitions } from '../approvals/tool-definitions.js';
+import { getOwn } from '../util/own.js';
 import { AuthHooks } from './auth.js';
 import { Calls } from './calls.js';
 import { Connections } from './connections.js';
@@ -106,6 +108,7 @@ export class McpController {
   private searchReady: ToolSearch | undefined;
   /** Call counts of this workspace's tools; persisted once `start()` knows the cache folder. */
   private usage = new ToolUsage(false, '');
+  private definitions = new ToolDefinitions(false, '');
 
   constructor(private readonly options: McpControllerOptions) {
     this.logger = { ...silentLogger, ...(options.logger ?? {}) };
@@ -180,6 +183,7 @@ export class McpController {
       promptsChanged: () => this.emitClientUpdate(),
       report: (name, event) => this.view.serverActors().get(name)?.send(event),
       serverLog: () => this.serverLog,
+      reviewTools: (name, entry, tools) => this.reviewTools(name, entry, tools),
     });
     this.auth = new AuthHooks({
       options,
@@ -229,6 +233,7 @@ export class McpController {
       gating: () => this.state.computed,
       issues: () => this.state.issues,
       scopeOf: (file) => this.reader.sources.find((s) => s.path === file)?.scope,
+      toolDrift: (name, entry) => this.definitions.drift(name, entry.fingerprint),
     });
     this.calls = new Calls({
       registry: this.registry,
@@ -270,6 +275,9 @@ export class McpController {
       this.logger.warn(`tool usage counts: ${describeError(err)}`),
     );
     for (const [name, n] of counted) for (let i = 0; i < n; i++) this.usage.record(name);
+    this.definitions = new ToolDefinitions(cacheDir === false ? false : path.resolve(this.root, cacheDir), this.root, (err) =>
+      this.logger.warn(`accepted tool definitions: ${describeError(err)}`),
+    );
     // Before anything is spawned: a previous host of this workspace that was SIGKILLed
     // may have left detached servers running (docs/library.md).
     if (this.options.logDir !== false) {
@@ -655,6 +663,36 @@ export class McpController {
     const entry = await this.decisionEntry(server);
     await this.decisions.approve(this.root, entry, persist);
     if (this.started) await this.coalescer.request();
+  }
+
+  /**
+   * Accept `server`'s current tool definitions (definition drift,
+   * docs/tool-definitions.md): with `pinToolDefinitions` the held-back
+   * changes and new tools are registered now. `false` when no listing of the
+   * server was seen in this run (connect it first).
+   */
+  approveTools(server: string): boolean {
+    this.assertLive();
+    const entry = getOwn(this.state.desired, server);
+    if (!entry || this.definitions.accept(server, entry.fingerprint) === undefined) return false;
+    this.connections.recommitTools(server);
+    return true;
+  }
+
+  /** What of a listing registers: drift is recorded, and with a pin held back (docs/tool-definitions.md). */
+  private reviewTools(name: string, entry: DesiredServer, tools: Tool[]): Tool[] {
+    const pin = entry.config.pinToolDefinitions ?? this.options.pinToolDefinitions ?? false;
+    const before = this.definitions.drift(name, entry.fingerprint);
+    const out = this.definitions.review(name, entry.fingerprint, tools, pin);
+    const after = this.definitions.drift(name, entry.fingerprint);
+    if (after && JSON.stringify(after) !== JSON.stringify(before)) {
+      const what = [after.changed.length ? `changed ${after.changed.join(', ')}` : '', after.added.length ? `added ${after.added.join(', ')}` : ''].filter(Boolean).join('; ');
+      this.logger.warn(
+        `MCP server "${name}" changed its tool definitions since they were accepted (${what})` +
+          (after.held ? `; the changes are held back until you run \`mcp-reconciler approve ${name} --tools\`` : `; review them, or set pinToolDefinitions to hold such changes back`),
+      );
+    }
+    return out;
   }
 
   /** The entry a decision is about; before `start()` the config is read for it, and nothing starts. */

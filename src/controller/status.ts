@@ -1,5 +1,6 @@
 import type { Actor, AnyActorRef } from 'xstate';
 import { publicStatusOf, reasonOf, stateNameOf } from '../../machines/reason.js';
+import type { ToolDrift } from '../approvals/tool-definitions.js';
 import type { reconcilerMachine } from '../../machines/reconciler.machine.js';
 import type { DesiredMap, DesiredServer, Scope } from '../../machines/types.js';
 import { formatIssue, type ConfigIssue } from '../config/sources.js';
@@ -26,6 +27,8 @@ export interface StatusSources {
   issues(): readonly ConfigIssue[];
   /** The scope of a config file, when it is one of the sources. */
   scopeOf(file: string): Scope | undefined;
+  /** How a server's tool definitions drifted from the accepted ones. */
+  toolDrift?(name: string, entry: DesiredServer): ToolDrift | undefined;
 }
 
 /** A config entry the config layer refused: no actor, but a row and a reason (`config_invalid`). */
@@ -111,6 +114,7 @@ export class StatusView {
       const resources = registry.resources.resourcesOf(name);
       const templates = registry.resources.templatesOf(name);
       const conn = connections.get(name)?.conn;
+      const drift = this.src.toolDrift?.(name, ctx.entry);
       const row = {
         name,
         scope: ctx.entry.scope,
@@ -130,6 +134,7 @@ export class StatusView {
         attempt: ctx.attempt,
         pid: conn?.pid,
         transport: conn?.transportType ?? transportOf(ctx.entry.config),
+        ...(drift ? { toolDrift: { ...drift, changed: [...drift.changed], added: [...drift.added] } } : {}),
       } as Omit<ServerStatus, 'tokens'>;
       // Counted only when read: most status readers never look, and the tokenizer is heavy to load.
       defineLazyTokens(row, () => tools.reduce((sum, t) => sum + t.tokens, 0));
