@@ -122,6 +122,11 @@ export class ToolDefinitions {
     return rec.latest;
   }
 
+  /** Drop `server`'s record: its next listing is accepted as it is (an offline `approve --tools`). */
+  forget(server: string, fingerprint: string): void {
+    if (this.records.delete(`${server}\u0000${fingerprint}`)) this.save();
+  }
+
   private save(): void {
     if (!this.file) return;
     try {

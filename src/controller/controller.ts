@@ -519,7 +519,12 @@ export class McpController {
    * it is unavailable, and what fixes it (SPEC §7).
    */
   toolUnavailableMessage(toolName: string): string {
-    return this.view.toolUnavailableMessage(toolName);
+    const message = this.view.toolUnavailableMessage(toolName);
+    // A tool budget (toolExposure) may keep a registered tool from the model's list.
+    if (this.options.toolExposure && this.registry.getTool(toolName) && !this.exposedTools().tools.some((t) => t.name === toolName)) {
+      return `${message} It is not in the tool list handed to the model: the tool budget (toolExposure ${JSON.stringify(this.options.toolExposure)}) leaves it out; the model reaches it through search_tools and call_tool, or pin it with pinnedTools.`;
+    }
+    return message;
   }
 
   /** Every registered tool, across servers. */

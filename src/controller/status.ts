@@ -1,5 +1,6 @@
 import type { Actor, AnyActorRef } from 'xstate';
 import { publicStatusOf, reasonOf, stateNameOf } from '../../machines/reason.js';
+import { getOwn } from '../util/own.js';
 import type { ToolDrift } from '../approvals/tool-definitions.js';
 import type { reconcilerMachine } from '../../machines/reconciler.machine.js';
 import type { DesiredMap, DesiredServer, Scope } from '../../machines/types.js';
@@ -218,7 +219,18 @@ export class StatusView {
         ? `Tool ${toolName} is available from the listing cache: MCP server "${server}" is still connecting, and a call waits for it.`
         : `Tool ${toolName} is not available yet: MCP server "${server}" is still connecting.`;
     }
-    if (registered) return `Tool ${toolName} is available (server "${server}" is connected).`;
+    const entry = getOwn(this.src.desired(), server);
+    const drift = entry ? this.src.toolDrift?.(server, entry) : undefined;
+    const rawName = registered?.rawName ?? registry.skippedOf(server).find((s) => registeredToolName(server, s.rawName) === toolName)?.rawName ?? toolName.slice(`mcp__${server}__`.length);
+    if (registered) {
+      if (drift?.held && drift.changed.includes(rawName)) {
+        return `Tool ${toolName} is available with the definition you accepted: MCP server "${server}" has changed it since, and the change is held back (pinToolDefinitions). To accept it: mcp-reconciler approve ${server} --tools.`;
+      }
+      return `Tool ${toolName} is available (server "${server}" is connected).`;
+    }
+    if (drift?.held && drift.added.includes(rawName)) {
+      return `Tool ${toolName} is held back: MCP server "${server}" added it after its tools were accepted (pinToolDefinitions). To register it: mcp-reconciler approve ${server} --tools.`;
+    }
     const skipped = registry.skippedOf(server).find((s) => registeredToolName(server, s.rawName) === toolName);
     if (skipped) return `Tool ${toolName} of MCP server "${server}" is not registered: ${skipped.reason}.`;
     const err = this.lastErrorOf(server);

@@ -30,6 +30,7 @@ describe('tool definition drift', () => {
     await waitFor(() => row(c, 'live').toolDrift?.added.includes('late') === true, 'the new tool to be recorded as drift');
     expect(row(c, 'live').toolDrift).toMatchObject({ added: ['late'], changed: [], held: true });
     expect(toolNames(c)).not.toContain('mcp__live__late');
+    expect(c.toolUnavailableMessage('mcp__live__late')).toMatch(/held back.*approve live --tools/);
 
     expect(c.approveTools('live')).toBe(true);
     expect(toolNames(c)).toContain('mcp__live__late');
@@ -40,6 +41,7 @@ describe('tool definition drift', () => {
     await waitFor(() => row(c, 'live').toolDrift?.changed.includes('late') === true, 'the changed description to be recorded');
     expect(describedAs(c, 'mcp__live__late')).toBe('Added at runtime.');
     expect(firstText(await c.callTool('mcp__live__late', {}))).toBe('late');
+    expect(c.toolUnavailableMessage('mcp__live__late')).toMatch(/definition you accepted.*held back/);
 
     c.approveTools('live');
     expect(describedAs(c, 'mcp__live__late')).toBe('Now does something else.');
