@@ -122,7 +122,7 @@ export class ToolDefinitions {
     return rec.latest;
   }
 
-  /** Drop `server`'s record: its next listing is accepted as it is (an offline `approve --tools`). */
+  /** Drop `server`'s record: its next listing is accepted as it is (an offline `approve --tool-definitions`). */
   forget(server: string, fingerprint: string): void {
     if (this.records.delete(`${server}\u0000${fingerprint}`)) this.save();
   }

@@ -694,7 +694,7 @@ export class McpController {
       const what = [after.changed.length ? `changed ${after.changed.join(', ')}` : '', after.added.length ? `added ${after.added.join(', ')}` : ''].filter(Boolean).join('; ');
       this.logger.warn(
         `MCP server "${name}" changed its tool definitions since they were accepted (${what})` +
-          (after.held ? `; the changes are held back until you run \`mcp-reconciler approve ${name} --tools\`` : `; review them, or set pinToolDefinitions to hold such changes back`),
+          (after.held ? `; the changes are held back until you run \`mcp-reconciler approve ${name} --tool-definitions\`` : `; review them, or set pinToolDefinitions to hold such changes back`),
       );
     }
     return out;

@@ -224,12 +224,12 @@ export class StatusView {
     const rawName = registered?.rawName ?? registry.skippedOf(server).find((s) => registeredToolName(server, s.rawName) === toolName)?.rawName ?? toolName.slice(`mcp__${server}__`.length);
     if (registered) {
       if (drift?.held && drift.changed.includes(rawName)) {
-        return `Tool ${toolName} is available with the definition you accepted: MCP server "${server}" has changed it since, and the change is held back (pinToolDefinitions). To accept it: mcp-reconciler approve ${server} --tools.`;
+        return `Tool ${toolName} is available with the definition you accepted: MCP server "${server}" has changed it since, and the change is held back (pinToolDefinitions). To accept it: mcp-reconciler approve ${server} --tool-definitions.`;
       }
       return `Tool ${toolName} is available (server "${server}" is connected).`;
     }
     if (drift?.held && drift.added.includes(rawName)) {
-      return `Tool ${toolName} is held back: MCP server "${server}" added it after its tools were accepted (pinToolDefinitions). To register it: mcp-reconciler approve ${server} --tools.`;
+      return `Tool ${toolName} is held back: MCP server "${server}" added it after its tools were accepted (pinToolDefinitions). To register it: mcp-reconciler approve ${server} --tool-definitions.`;
     }
     const skipped = registry.skippedOf(server).find((s) => registeredToolName(server, s.rawName) === toolName);
     if (skipped) return `Tool ${toolName} of MCP server "${server}" is not registered: ${skipped.reason}.`;

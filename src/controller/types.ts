@@ -70,7 +70,7 @@ export interface ServerStatus {
   transport: TransportType | undefined;
   /**
    * How the server's tool definitions differ from the ones accepted (its
-   * first listing, or the last `approve --tools`): changed and new tools, and
+   * first listing, or the last `approve --tool-definitions`): changed and new tools, and
    * whether they are held back (`pinToolDefinitions`). Absent without drift.
    */
   toolDrift?: ToolDrift;

@@ -30,7 +30,7 @@ describe('tool definition drift', () => {
     await waitFor(() => row(c, 'live').toolDrift?.added.includes('late') === true, 'the new tool to be recorded as drift');
     expect(row(c, 'live').toolDrift).toMatchObject({ added: ['late'], changed: [], held: true });
     expect(toolNames(c)).not.toContain('mcp__live__late');
-    expect(c.toolUnavailableMessage('mcp__live__late')).toMatch(/held back.*approve live --tools/);
+    expect(c.toolUnavailableMessage('mcp__live__late')).toMatch(/held back.*approve live --tool-definitions/);
 
     expect(c.approveTools('live')).toBe(true);
     expect(toolNames(c)).toContain('mcp__live__late');

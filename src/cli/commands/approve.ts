@@ -17,7 +17,7 @@ async function decide(ctx: CliContext, decision: 'approved' | 'rejected'): Promi
   // main checked the count against the declared `positionals`.
   const [server] = ctx.positionals as [string];
   const timeout = parseTimeoutMs(ctx.values);
-  if (decision === 'approved' && ctx.values.tools === true) return approveTools(ctx, server, timeout);
+  if (decision === 'approved' && ctx.values['tool-definitions'] === true) return approveTools(ctx, server, timeout);
   if (decision === 'approved' && ctx.values.session === true) {
     // A session approval lives in a running controller's memory, so it goes to the
     // running watch; the watch checks the name and scope against its own config.
@@ -56,7 +56,7 @@ async function decide(ctx: CliContext, decision: 'approved' | 'rejected'): Promi
 }
 
 /**
- * `approve SERVER --tools`: accept the server's current tool definitions
+ * `approve SERVER --tool-definitions`: accept the server's current tool definitions
  * (docs/tool-definitions.md). A running watch accepts what it has listed and
  * registers held-back changes at once; without one, the server's record is
  * cleared, so its next listing is accepted as it is.
@@ -96,13 +96,13 @@ export const approveCommand: CliCommand = {
   examples: [
     "mcp-reconciler approve docs                 # approve the project server \"docs\" for its current config",
     "mcp-reconciler approve docs --session       # approve it only for the running watch (nothing stored)",
-    "mcp-reconciler approve docs --tools         # accept docs' changed tool definitions",
+    "mcp-reconciler approve docs --tool-definitions  # accept the changed tool definitions of docs",
   ],
   positionals: [serverArg('approve')],
   summary: 'approve a project/workspace server for its current config',
   options: {
     session: { type: 'boolean', help: 'approve for the running watch of this workspace only; nothing is stored' },
-    tools: { type: 'boolean', help: "accept the server's current tool definitions (held back by pinToolDefinitions, or drifted since accepted)" },
+    'tool-definitions': { type: 'boolean', help: "accept the server's current tool definitions (held back by pinToolDefinitions, or drifted since accepted)" },
     timeout: { type: 'string', value: 'MS', help: `with --session: how long the running watch has to take it (default ${DEFAULT_PICKUP_TIMEOUT_MS})` },
   },
   run: (ctx) => decide(ctx, 'approved'),

@@ -209,7 +209,7 @@ async function serveChannel(ctx: CliContext, c: McpController, tty: boolean, log
       file: requestChannelPath(ctx.global.approvalsPath, root),
       root,
       handle: async (req) => {
-        const verb = req.verb === 'approve-session' ? 'approve --session' : req.verb === 'approve-tools' ? 'approve --tools' : req.verb;
+        const verb = req.verb === 'approve-session' ? 'approve --session' : req.verb === 'approve-tools' ? 'approve --tool-definitions' : req.verb;
         try {
           const result = await handleRequest(c, req);
           write({ verb: req.verb, server: req.server, ok: true, message: result.message });

@@ -26,7 +26,7 @@ async function run(ctx: CliContext): Promise<number> {
           : row.state === 'connected'
             ? `MCP server "${target}" is connected with ${row.tools.length} tool(s).${drift}`
             : `MCP server "${target}" is ${row.state}.${row.lastError ? ` Last error: ${row.lastError}` : ''}`,
-        fix: reason ? fixFor(reason, target, undefined, row) : drift ? `mcp-reconciler approve ${target} --tools` : null,
+        fix: reason ? fixFor(reason, target, undefined, row) : drift ? `mcp-reconciler approve ${target} --tool-definitions` : null,
       };
     }
     if (target.startsWith('mcp__')) {
