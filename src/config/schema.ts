@@ -107,6 +107,8 @@ const entrySchema = z.object({
     .optional(),
   // Definition drift (docs/tool-definitions.md): changed tool definitions wait for `approve --tool-definitions`.
   pinToolDefinitions: z.boolean().optional(),
+  // SPEC §16: tools a budget lists first (raw names of this server's tools).
+  pinnedTools: z.array(z.string()).optional(),
 });
 
 /**

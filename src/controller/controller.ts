@@ -561,7 +561,18 @@ export class McpController {
   exposedTools(options: { servers?: Iterable<string>; found?: ReadonlySet<string> } = {}): ExposedTools {
     const scope = options.servers === undefined ? undefined : new Set(options.servers);
     const tools = scope ? this.registry.tools().filter((t) => scope.has(t.server)) : this.registry.tools();
-    return selectTools(tools, this.options.toolExposure, { usage: this.usage.snapshot(), ...(options.found ? { found: options.found } : {}) });
+    return selectTools(tools, this.exposure(), { usage: this.usage.snapshot(), ...(options.found ? { found: options.found } : {}) });
+  }
+
+  /** The `toolExposure` option with the config's `pinnedTools` of each server after its own pinned names. */
+  private exposure(): McpControllerOptions['toolExposure'] {
+    const exposure = this.options.toolExposure;
+    if (!exposure) return undefined;
+    const fromConfig = Object.values(this.state.desired).flatMap((e) => {
+      const raw = new Set(e.config.pinnedTools ?? []);
+      return raw.size ? this.registry.toolsOf(e.name).filter((t) => raw.has(t.rawName)).map((t) => t.name) : [];
+    });
+    return fromConfig.length ? { ...exposure, pinnedTools: [...(exposure.pinnedTools ?? []), ...fromConfig] } : exposure;
   }
 
   /** How often each tool was called in this workspace (kept across runs beside the listing cache). */

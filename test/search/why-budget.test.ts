@@ -4,7 +4,7 @@
  * still reaches it. A real stdio fixture server provides the tools.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { stdioFixtureConfig } from '../helpers/fixtures.js';
+import { modulePath, stdioFixtureConfig } from '../helpers/fixtures.js';
 import { Harness } from '../controller/support.js';
 
 const h = new Harness();
@@ -24,5 +24,18 @@ describe('why on a tool hidden by a budget', () => {
     await all.start();
     expect(all.toolUnavailableMessage('mcp__live__describe_tool')).toMatch(/is available/);
     expect(all.toolUnavailableMessage('mcp__live__describe_tool')).not.toMatch(/budget/);
+  });
+});
+
+describe('pinnedTools in a server entry', () => {
+  it('are listed first by a budget that cannot list everything', async () => {
+    const ws = h.workspace();
+    const files = { command: process.execPath, args: [modulePath('@modelcontextprotocol/server-filesystem/dist/index.js'), ws.root] };
+    // Three slots: the search pair and one more.
+    const c = h.controller(ws, { listingCache: false, toolExposure: { mode: 'auto', maxTools: 3 } });
+    await c.addRuntimeServer('files', { ...files, pinnedTools: ['move_file'] });
+    await c.start();
+    expect(c.tools().length).toBeGreaterThan(3);
+    expect(c.exposedTools().tools.map((t) => t.name)).toEqual(['mcp__files__move_file']);
   });
 });
