@@ -6,8 +6,9 @@
  *   on the tools of published servers (bench/tool-corpus.json, collected by
  *   bench/collect-corpus.ts);
  * - search quality on bench/tool-queries.json (tasks in an agent's words
- *   that avoid the tool's own name): recall@1, recall@5, MRR, with and
- *   without the WordNet expansion;
+ *   that avoid the tool's own name) and on bench/tool-queries-heldout.json
+ *   (terse, casual and question phrasing, kept out of tuning): recall@1,
+ *   recall@5, MRR, with and without the WordNet expansion;
  * - search latency p50 / p99 over 5 000 tools, and the time to re-index one
  *   relisting server of 50.
  *
@@ -110,6 +111,14 @@ function main(): void {
   console.log(`search quality, ${queries.length} queries over ${tools.length} tools of ${corpus.length} published servers:`);
   console.log(`  recall@1 ${q.recall1}  recall@5 ${q.recall5}  MRR ${q.mrr}   (without WordNet: ${plain.recall1} / ${plain.recall5} / ${plain.mrr})`);
   if (process.argv.includes('--misses')) for (const m of q.misses) console.log(`  miss: ${m}`);
+  // Held out: written in another style (terse, casual, questions) and never tuned on.
+  const heldOut = JSON.parse(readFileSync(`${BENCH_DIR}tool-queries-heldout.json`, 'utf8')) as Query[];
+  const h = quality(withWordnet, heldOut);
+  const hPlain = quality(ToolSearch.build(registry, { wordnet: false }), heldOut);
+  results.heldOut = { queries: heldOut.length, recall1: h.recall1, recall5: h.recall5, mrr: h.mrr, withoutWordnet: { recall1: hPlain.recall1, recall5: hPlain.recall5, mrr: hPlain.mrr } };
+  console.log(`held-out queries (${heldOut.length}, another style):`);
+  console.log(`  recall@1 ${h.recall1}  recall@5 ${h.recall5}  MRR ${h.mrr}   (without WordNet: ${hPlain.recall1} / ${hPlain.recall5} / ${hPlain.mrr})`);
+  if (process.argv.includes('--misses')) for (const m of h.misses) console.log(`  miss: ${m}`);
   if (onlyQuality) return;
 
   const tokens = tokensAtStart(tools);

@@ -84,6 +84,17 @@ export interface ServerConfig {
    */
   startTimeoutMs?: number;
   /**
+   * Hold back tool definitions that change after they were accepted (a new
+   * description or schema, a new tool) until `approve <server> --tool-definitions`
+   * (docs/tool-definitions.md). Not hashed: it changes what is registered, not what runs.
+   */
+  pinToolDefinitions?: boolean;
+  /**
+   * Raw names of this server's tools a tool budget (`toolExposure` / `serve
+   * --tools auto`) lists first, before the most called ones. Not hashed.
+   */
+  pinnedTools?: string[];
+  /**
    * For `type: 'sdk'`: the in-process server object (an SDK `McpServer` or
    * `Server`). Not serialisable; fingerprints use its identity.
    */

@@ -27,7 +27,7 @@ import { watchConfigFiles, type ConfigWatcher } from '../watch/config-watcher.js
 import { workspaceKey, writeFileAtomic } from '../util/persist.js';
 
 /** What a request asks the running watch to do. */
-export type RequestVerb = 'reconnect' | 'approve-session';
+export type RequestVerb = 'reconnect' | 'approve-session' | 'approve-tools';
 
 /** One request: a verb and the server it is about. */
 export interface ChannelRequest {
@@ -90,7 +90,7 @@ export const DEFAULT_PICKUP_TIMEOUT_MS = 5_000;
 export const DEFAULT_RESULT_TIMEOUT_MS = 30_000;
 /** The file is tiny; anything bigger is not ours. */
 const MAX_FILE_BYTES = 1024 * 1024;
-const VERBS: ReadonlySet<string> = new Set<RequestVerb>(['reconnect', 'approve-session']);
+const VERBS: ReadonlySet<string> = new Set<RequestVerb>(['reconnect', 'approve-session', 'approve-tools']);
 
 /**
  * Where the channel file of workspace `root` (already canonical, see

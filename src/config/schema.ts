@@ -105,6 +105,10 @@ const entrySchema = z.object({
     .positive({ error: 'must be a positive number of milliseconds' })
     .max(MAX_TIMEOUT_MS, { error: `must be at most ${MAX_TIMEOUT_MS} ms (24 hours)` })
     .optional(),
+  // Definition drift (docs/tool-definitions.md): changed tool definitions wait for `approve --tool-definitions`.
+  pinToolDefinitions: z.boolean().optional(),
+  // SPEC §16: tools a budget lists first (raw names of this server's tools).
+  pinnedTools: z.array(z.string()).optional(),
 });
 
 /**

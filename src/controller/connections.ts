@@ -17,6 +17,7 @@ import { ResourceSubscriptions } from '../connection/subscriptions.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { transportOf } from '../config/identity.js';
 import { holdWhileStarting } from './semaphore.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { getOwn } from '../util/own.js';
 import type { AuthHooks } from './auth.js';
 import type { Workspace } from './workspace.js';
@@ -63,6 +64,8 @@ export interface ConnectSettings {
   startTimeoutMs: number;
   /** The protocol revision for entries that pin none. */
   protocol: ConnectOptions['protocol'];
+  /** The tools to register of a server's listing (definition drift may hold some back); identity when absent. */
+  reviewTools?(name: string, entry: DesiredServer, tools: Tool[]): Tool[];
 }
 
 /**
@@ -230,7 +233,7 @@ export class Connections {
     }
     // Whole generation or nothing: a listing the registry rejects closes this
     // generation, and the server goes to `failed` (its old tools leave with `live`).
-    const result = ws.registry.commit(name, generation, listingOf(conn), filterOf(entry));
+    const result = ws.registry.commit(name, generation, this.reviewed(name, entry, listingOf(conn)), filterOf(entry));
     if (!result.ok) {
       this.trackClose(conn.close());
       ws.logger.warn(result.error.message);
@@ -329,7 +332,7 @@ export class Connections {
       await rec.conn.listTools();
       if (this.live.get(name) !== rec) return;
       // Both from the connection's latest listing, so they always belong together.
-      const result = registry.commitTools(name, rec.generation, rec.conn.tools, filterOf(entry), rec.conn.invalidTools);
+      const result = registry.commitTools(name, rec.generation, this.reviewed(name, entry, { tools: rec.conn.tools }).tools, filterOf(entry), rec.conn.invalidTools);
       if (!result.ok) this.rejectGeneration(name, rec, result.error);
       else {
         this.warnInvalidTools(name);
@@ -393,6 +396,21 @@ export class Connections {
     this.trackClose(rec.conn.close());
   }
 
+  /** `listing` with its tools as the definition review lets them register. */
+  private reviewed<L extends { tools: Tool[] }>(name: string, entry: DesiredServer, listing: L): L {
+    const review = this.settings.reviewTools;
+    return review ? { ...listing, tools: review(name, entry, listing.tools) } : listing;
+  }
+
+  /** Register a live server's current tools again, through the review (after its new definitions were accepted). */
+  recommitTools(name: string): void {
+    const rec = this.live.get(name);
+    const entry = getOwn(this.ws.desired, name);
+    if (!rec || !entry) return;
+    const result = this.ws.registry.commitTools(name, rec.generation, this.reviewed(name, entry, { tools: rec.conn.tools }).tools, filterOf(entry), rec.conn.invalidTools);
+    if (!result.ok) this.rejectGeneration(name, rec, result.error);
+  }
+
   /**
    * Register the cached listing of `entry`'s fingerprint, marked `cached`, on
    * entry into the admitted states (the machine gates this like a connect).
@@ -402,7 +420,7 @@ export class Connections {
     const { registry } = this.ws;
     const listing = this.ws.cache?.get(entry.fingerprint);
     if (!listing || registry.toolsOf(name).length > 0 || registry.promptsOf(name).length > 0 || registry.resources.resourcesOf(name).length > 0) return;
-    const result = registry.commit(name, generation, listing, filterOf(entry), { cached: true });
+    const result = registry.commit(name, generation, this.reviewed(name, entry, listing), filterOf(entry), { cached: true });
     // A clash is reported like any listing's; the live listing gets its own try.
     if (!result.ok) {
       this.ws.logger.debug(`cached listing of "${name}" not registered: ${result.error.message}`);

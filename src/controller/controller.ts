@@ -1,7 +1,7 @@
 import { availableParallelism, homedir } from 'node:os';
 import path from 'node:path';
 import { createActor, type Actor, type AnyActorRef } from 'xstate';
-import type { CallToolResult, GetPromptResult, ReadResourceResult, Root } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, GetPromptResult, ReadResourceResult, Root, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { reconcilerMachine } from '../../machines/reconciler.machine.js';
 import { isInTransit, stateNameOf } from '../../machines/reason.js';
 import { slowStartOf, type ServerContext } from '../../machines/server.machine.js';
@@ -23,6 +23,8 @@ import type { AuthorizeOptions } from '../auth/manager.js';
 import type { SearchToolsOptions, ToolMatch, ToolSearch } from '../search/tool-search.js';
 import { selectTools, type ExposedTools } from '../search/exposure.js';
 import { ToolUsage } from '../search/usage.js';
+import { ToolDefinitions } from '../approvals/tool-definitions.js';
+import { getOwn } from '../util/own.js';
 import { AuthHooks } from './auth.js';
 import { Calls } from './calls.js';
 import { Connections } from './connections.js';
@@ -89,6 +91,7 @@ export class McpController {
   private searchReady: ToolSearch | undefined;
   /** Call counts of this workspace's tools; persisted once `start()` knows the cache folder. */
   private usage = new ToolUsage(false, '');
+  private definitions = new ToolDefinitions(false, '');
 
   /** The composition root: builds the workspace and its collaborators, and wires the one reconciler actor. */
   constructor(private readonly options: McpControllerOptions) {
@@ -144,6 +147,7 @@ export class McpController {
       connectTimeoutMs,
       startTimeoutMs: options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
       protocol: options.protocol,
+      reviewTools: (name, entry, tools) => this.reviewTools(name, entry, tools),
     });
     // The registry may change another server's tools too (a pending listing that fits
     // once a name frees up), so tools-changed comes from the registry, not from our calls.
@@ -173,7 +177,7 @@ export class McpController {
       input: { desired: {}, gating: { excluded: [], trusted: true, approvals: {} }, backoff: options.backoff, lifecycle, systemIds: true },
       inspect: this.transitions.observe.bind(this.transitions),
     });
-    this.view = new StatusView(ws, this.connections);
+    this.view = new StatusView(ws, this.connections, (name, entry) => this.definitions.drift(name, entry.fingerprint));
     ws.attach(this.actor, () => this.view.rows());
     this.calls = new Calls(ws, this.connections, this.view, connectTimeoutMs);
   }
@@ -217,6 +221,9 @@ export class McpController {
       this.ws.logger.warn(`tool usage counts: ${describeError(err)}`),
     );
     for (const [name, n] of counted) for (let i = 0; i < n; i++) this.usage.record(name);
+    this.definitions = new ToolDefinitions(cacheDir === false ? false : path.resolve(this.ws.root, cacheDir), this.ws.root, (err) =>
+      this.ws.logger.warn(`accepted tool definitions: ${describeError(err)}`),
+    );
     // Before anything is spawned: a previous host of this workspace that was SIGKILLed
     // may have left detached servers running (docs/library.md).
     if (this.options.logDir !== false) {
@@ -413,7 +420,12 @@ export class McpController {
    * it is unavailable, and what fixes it (SPEC §7).
    */
   toolUnavailableMessage(toolName: string): string {
-    return this.view.toolUnavailableMessage(toolName);
+    const message = this.view.toolUnavailableMessage(toolName);
+    // A tool budget (toolExposure) may keep a registered tool from the model's list.
+    if (this.options.toolExposure && this.ws.registry.getTool(toolName) && !this.exposedTools().tools.some((t) => t.name === toolName)) {
+      return `${message} It is not in the tool list handed to the model: the tool budget (toolExposure ${JSON.stringify(this.options.toolExposure)}) leaves it out; the model reaches it through search_tools and call_tool, or pin it with pinnedTools.`;
+    }
+    return message;
   }
 
   /** Every registered tool, across servers. */
@@ -450,7 +462,18 @@ export class McpController {
   exposedTools(options: { servers?: Iterable<string>; found?: ReadonlySet<string> } = {}): ExposedTools {
     const scope = options.servers === undefined ? undefined : new Set(options.servers);
     const tools = scope ? this.ws.registry.tools().filter((t) => scope.has(t.server)) : this.ws.registry.tools();
-    return selectTools(tools, this.options.toolExposure, { usage: this.usage.snapshot(), ...(options.found ? { found: options.found } : {}) });
+    return selectTools(tools, this.exposure(), { usage: this.usage.snapshot(), ...(options.found ? { found: options.found } : {}) });
+  }
+
+  /** The `toolExposure` option with the config's `pinnedTools` of each server after its own pinned names. */
+  private exposure(): McpControllerOptions['toolExposure'] {
+    const exposure = this.options.toolExposure;
+    if (!exposure) return undefined;
+    const fromConfig = Object.values(this.ws.desired).flatMap((e) => {
+      const raw = new Set(e.config.pinnedTools ?? []);
+      return raw.size ? this.ws.registry.toolsOf(e.name).filter((t) => raw.has(t.rawName)).map((t) => t.name) : [];
+    });
+    return fromConfig.length ? { ...exposure, pinnedTools: [...(exposure.pinnedTools ?? []), ...fromConfig] } : exposure;
   }
 
   /** How often each tool was called in this workspace (kept across runs beside the listing cache). */
@@ -557,6 +580,36 @@ export class McpController {
     const entry = await this.decisionEntry(server);
     await this.ws.decisions.approve(this.ws.root, entry, persist);
     if (this.started) await this.coalescer.request();
+  }
+
+  /**
+   * Accept `server`'s current tool definitions (definition drift,
+   * docs/tool-definitions.md): with `pinToolDefinitions` the held-back
+   * changes and new tools are registered now. `false` when no listing of the
+   * server was seen in this run (connect it first).
+   */
+  approveTools(server: string): boolean {
+    this.assertLive();
+    const entry = getOwn(this.ws.desired, server);
+    if (!entry || this.definitions.accept(server, entry.fingerprint) === undefined) return false;
+    this.connections.recommitTools(server);
+    return true;
+  }
+
+  /** What of a listing registers: drift is recorded, and with a pin held back (docs/tool-definitions.md). */
+  private reviewTools(name: string, entry: DesiredServer, tools: Tool[]): Tool[] {
+    const pin = entry.config.pinToolDefinitions ?? this.options.pinToolDefinitions ?? false;
+    const before = this.definitions.drift(name, entry.fingerprint);
+    const out = this.definitions.review(name, entry.fingerprint, tools, pin);
+    const after = this.definitions.drift(name, entry.fingerprint);
+    if (after && JSON.stringify(after) !== JSON.stringify(before)) {
+      const what = [after.changed.length ? `changed ${after.changed.join(', ')}` : '', after.added.length ? `added ${after.added.join(', ')}` : ''].filter(Boolean).join('; ');
+      this.ws.logger.warn(
+        `MCP server "${name}" changed its tool definitions since they were accepted (${what})` +
+          (after.held ? `; the changes are held back until you run \`mcp-reconciler approve ${name} --tool-definitions\`` : `; review them, or set pinToolDefinitions to hold such changes back`),
+      );
+    }
+    return out;
   }
 
   /** The entry a decision is about; before `start()` the config is read for it, and nothing starts. */

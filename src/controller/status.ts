@@ -1,6 +1,8 @@
 import { publicStatusOf, reasonOf, stateNameOf } from '../../machines/reason.js';
 import type { DesiredServer } from '../../machines/types.js';
 import { formatIssue } from '../config/sources.js';
+import { getOwn } from '../util/own.js';
+import type { ToolDrift } from '../approvals/tool-definitions.js';
 import { transportOf } from '../config/identity.js';
 import { registeredToolName, sanitiseNamePart } from '../registry/naming.js';
 import { defineLazyTokens } from '../registry/tokens.js';
@@ -27,6 +29,8 @@ export class StatusView {
   constructor(
     private readonly ws: Workspace,
     private readonly connections: Connections,
+    /** How a server's tool definitions drifted from the accepted ones (docs/tool-definitions.md). */
+    private readonly toolDrift?: (name: string, entry: DesiredServer) => ToolDrift | undefined,
   ) {}
 
   /** Servers removed from the config (SPEC §3.1), from the reconciler's context. */
@@ -86,6 +90,7 @@ export class StatusView {
       const resources = registry.resources.resourcesOf(name);
       const templates = registry.resources.templatesOf(name);
       const conn = connections.get(name)?.conn;
+      const drift = this.toolDrift?.(name, ctx.entry);
       const row = {
         name,
         scope: ctx.entry.scope,
@@ -105,6 +110,7 @@ export class StatusView {
         attempt: ctx.attempt,
         pid: conn?.pid,
         transport: conn?.transportType ?? transportOf(ctx.entry.config),
+        ...(drift ? { toolDrift: { ...drift, changed: [...drift.changed], added: [...drift.added] } } : {}),
       } as Omit<ServerStatus, 'tokens'>;
       // Counted only when read: most status readers never look, and the tokenizer is heavy to load.
       defineLazyTokens(row, () => tools.reduce((sum, t) => sum + t.tokens, 0));
@@ -188,7 +194,18 @@ export class StatusView {
         ? `Tool ${toolName} is available from the listing cache: MCP server "${server}" is still connecting, and a call waits for it.`
         : `Tool ${toolName} is not available yet: MCP server "${server}" is still connecting.`;
     }
-    if (registered) return `Tool ${toolName} is available (server "${server}" is connected).`;
+    const entry = getOwn(this.ws.desired, server);
+    const drift = entry ? this.toolDrift?.(server, entry) : undefined;
+    const rawName = registered?.rawName ?? registry.skippedOf(server).find((s) => registeredToolName(server, s.rawName) === toolName)?.rawName ?? toolName.slice(`mcp__${server}__`.length);
+    if (registered) {
+      if (drift?.held && drift.changed.includes(rawName)) {
+        return `Tool ${toolName} is available with the definition you accepted: MCP server "${server}" has changed it since, and the change is held back (pinToolDefinitions). To accept it: mcp-reconciler approve ${server} --tool-definitions.`;
+      }
+      return `Tool ${toolName} is available (server "${server}" is connected).`;
+    }
+    if (drift?.held && drift.added.includes(rawName)) {
+      return `Tool ${toolName} is held back: MCP server "${server}" added it after its tools were accepted (pinToolDefinitions). To register it: mcp-reconciler approve ${server} --tool-definitions.`;
+    }
     const skipped = registry.skippedOf(server).find((s) => registeredToolName(server, s.rawName) === toolName);
     if (skipped) return `Tool ${toolName} of MCP server "${server}" is not registered: ${skipped.reason}.`;
     const err = this.lastErrorOf(server);

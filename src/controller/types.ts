@@ -1,5 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { BackoffPolicy, DesiredServer, ProtocolChoice, Scope, StartupMode, TransportType } from '../../machines/types.js';
+import type { ToolDrift } from '../approvals/tool-definitions.js';
 import type { ConfigIssue, ConfigSource } from '../config/sources.js';
 import type { InputResolver } from '../config/load.js';
 import type { Preset } from '../config/presets.js';
@@ -68,6 +69,12 @@ export interface ServerStatus {
    * entry fell back, see `fallbackToSse`), else the configured one.
    */
   transport: TransportType | undefined;
+  /**
+   * How the server's tool definitions differ from the ones accepted (its
+   * first listing, or the last `approve --tool-definitions`): changed and new tools, and
+   * whether they are held back (`pinToolDefinitions`). Absent without drift.
+   */
+  toolDrift?: ToolDrift;
 }
 
 /** Minimal logger; every method optional in practice (defaults are silent). */
@@ -87,6 +94,11 @@ export interface McpControllerOptions {
    * the search pair). The gateway (`serve --tools`) follows it per session.
    */
   toolExposure?: ToolExposure;
+  /**
+   * Hold back changed tool definitions of every server until
+   * {@link McpController.approveTools} (a server's own `pinToolDefinitions` wins).
+   */
+  pinToolDefinitions?: boolean;
   /** The workspace root. Its real path keys approvals. */
   cwd: string;
   /** Explicit config sources; wins over `preset`. */

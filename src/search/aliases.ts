@@ -60,6 +60,11 @@ const ALIASES: Record<string, string> = {
   touch: 'create file',
   remember: 'memory store',
   recall: 'memory',
+  memorize: 'memory store',
+  forget: 'delete memory',
+  note: 'memory observation',
+  notes: 'memory observation',
+  jot: 'note write',
 };
 
 /** The words `word` stands for in developer shorthand, or none. */

@@ -26,7 +26,7 @@ const POS_OF_LETTER: Record<string, Pos> = { v: 'verb', n: 'noun', a: 'adj', s: 
 const SENSES: Record<Pos, number> = { verb: 3, noun: 3, adj: 2, adv: 1 };
 /** How many senses give their hypernyms (a "folder" is a "directory"). */
 const HYPERNYM_SENSES = 2;
-const MAX_RELATED = 14;
+const MAX_RELATED = 40;
 
 interface Db {
   index: Record<Pos, Buffer>;
@@ -80,6 +80,7 @@ interface Synset {
 export class WordNet {
   private readonly memo = new Map<string, RelatedWord[]>();
   private readonly chunk = Buffer.alloc(16_384);
+  private computing: number | null | undefined;
 
   private constructor(private readonly db: Db) {}
 
@@ -138,18 +139,23 @@ export class WordNet {
       if (w === lemma || w === word || w.includes('_') || w.includes('-')) return;
       if ((found.get(w) ?? 0) < weight) found.set(w, weight);
     };
+    const computing = this.computingDomain();
     const key = Buffer.from(lemma, 'latin1');
     for (const pos of POS) {
       const line = findLine(this.db.index[pos], key);
       if (!line) continue;
-      const offsets = indexOffsets(line);
-      offsets.slice(0, SENSES[pos]).forEach((offset, sense) => {
+      indexOffsets(line).forEach((offset, sense) => {
+        // Past the most frequent senses only those of the computing domain count: in a tool
+        // search "save" means "write to storage" (its eleventh verb sense), not "rescue".
+        const frequent = sense < SENSES[pos];
         const synset = this.synset(pos, offset);
         if (!synset) return;
-        const weight = sense === 0 ? 1 : 0.7;
+        const technical = computing !== undefined && synset.pointers.some((p) => p.symbol === ';c' && p.offset === computing);
+        if (!frequent && !technical) return;
+        const weight = technical || sense === 0 ? 1 : 0.7;
         for (const w of synset.words) add(w, weight);
         for (const p of synset.pointers) {
-          if ((p.symbol === '@' || p.symbol === '@i') && sense < HYPERNYM_SENSES) {
+          if ((p.symbol === '@' || p.symbol === '@i') && (sense < HYPERNYM_SENSES || technical)) {
             for (const w of this.synset(p.pos, p.offset)?.words.slice(0, 3) ?? []) add(w, 0.5);
           } else if (p.symbol === '+' && p.target > 0) {
             const w = this.synset(p.pos, p.offset)?.words[p.target - 1];
@@ -162,6 +168,15 @@ export class WordNet {
       .sort((a, b) => b[1] - a[1])
       .slice(0, MAX_RELATED)
       .map(([w, weight]) => ({ word: w, weight }));
+  }
+
+  /** The offset of the "computer science" synset, the topic domain of WordNet's computing senses. */
+  private computingDomain(): number | undefined {
+    if (this.computing === undefined) {
+      const line = findLine(this.db.index.noun, Buffer.from('computer_science', 'latin1'));
+      this.computing = (line && indexOffsets(line)[0]) || null;
+    }
+    return this.computing ?? undefined;
   }
 
   private synset(pos: Pos, offset: number): Synset | undefined {

@@ -6,6 +6,8 @@ import { DEFAULT_PICKUP_TIMEOUT_MS } from '../request-channel.js';
 import { sendToRunningWatch } from '../send-to-watch.js';
 import { loadWorkspace } from '../workspace.js';
 import { getOwn } from '../../util/own.js';
+import { ToolDefinitions } from '../../approvals/tool-definitions.js';
+import { defaultListingCacheDir } from '../../cache/listing-cache.js';
 
 /** `--cluster` with `--workspace-id`: the decision goes to a clustered gateway's Redis (docs/cluster.md). */
 function clusterOf(ctx: CliContext): { target: string; workspaceId: string } | undefined {
@@ -34,6 +36,7 @@ async function decide(ctx: CliContext, decision: 'approved' | 'rejected'): Promi
   // main checked the count against the declared `positionals`.
   const [server] = ctx.positionals as [string];
   const timeout = parseTimeoutMs(ctx.values);
+  if (decision === 'approved' && ctx.values['tool-definitions'] === true) return approveTools(ctx, server, timeout);
   if (decision === 'approved' && ctx.values.session === true) {
     // A session approval lives in a running controller's memory, so it goes to the
     // running watch; the watch checks the name and scope against its own config.
@@ -87,6 +90,36 @@ async function decide(ctx: CliContext, decision: 'approved' | 'rejected'): Promi
   return 0;
 }
 
+/**
+ * `approve SERVER --tool-definitions`: accept the server's current tool definitions
+ * (docs/tool-definitions.md). A running watch accepts what it has listed and
+ * registers held-back changes at once; without one, the server's record is
+ * cleared, so its next listing is accepted as it is.
+ */
+async function approveTools(ctx: CliContext, server: string, timeout: number | undefined): Promise<number> {
+  try {
+    return await sendToRunningWatch(ctx, { verb: 'approve-tools', server }, '', timeout);
+  } catch (err) {
+    if (!(err instanceof McpReconcilerError) || err.code !== ErrorCode.NoWatch || !/no `mcp-reconciler watch` is running/.test(err.message)) throw err;
+  }
+  const ws = await loadWorkspace(ctx.global, ctx.io);
+  const entry = getOwn(ws.assembled.desired, server);
+  if (!entry) {
+    const known = Object.keys(ws.assembled.desired);
+    throw new McpReconcilerError(ErrorCode.UnknownServer, `no MCP server named "${server}" is configured in ${ctx.global.root}`, {
+      hint: known.length ? `configured servers: ${known.join(', ')}` : 'check `mcp-reconciler config`',
+    });
+  }
+  const root = await canonicalRoot(ctx.global.root);
+  const definitions = new ToolDefinitions(defaultListingCacheDir(), root, (err) => {
+    throw err;
+  });
+  definitions.forget(server, entry.fingerprint);
+  if (ctx.global.json) ctx.io.stdout.write(`${JSON.stringify({ server, tools: 'accept-next-listing', root })}\n`);
+  else ctx.io.stdout.write(`no watch is running: the next tool listing of "${server}" will be accepted as it is\n`);
+  return 0;
+}
+
 const serverArg = (what: string): CliPositional => ({ name: 'SERVER', arity: 'required', help: `the project or workspace server to ${what} (a name from \`mcp-reconciler config\`)` });
 
 /**
@@ -98,11 +131,13 @@ export const approveCommand: CliCommand = {
   examples: [
     "mcp-reconciler approve docs                 # approve the project server \"docs\" for its current config",
     "mcp-reconciler approve docs --session       # approve it only for the running watch (nothing stored)",
+    "mcp-reconciler approve docs --tool-definitions  # accept the changed tool definitions of docs",
   ],
   positionals: [serverArg('approve')],
   summary: 'approve a project/workspace server for its current config',
   options: {
     session: { type: 'boolean', help: 'approve for the running watch of this workspace only; nothing is stored' },
+    'tool-definitions': { type: 'boolean', help: "accept the server's current tool definitions (held back by pinToolDefinitions, or drifted since accepted)" },
     timeout: { type: 'string', value: 'MS', help: `with --session: how long the running watch has to take it (default ${DEFAULT_PICKUP_TIMEOUT_MS})` },
     ...clusterOptions,
   },

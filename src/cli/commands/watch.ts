@@ -164,6 +164,14 @@ async function handleRequest(c: McpController, req: ChannelRequest): Promise<Req
     const hash = getOwn(c.config().desired, req.server)?.hash ?? '';
     return { ok: true, message: `approved ${name} for this watch session only (config ${hash.slice(0, 12)}); nothing was stored` };
   }
+  if (req.verb === 'approve-tools') {
+    const drift = c.status().find((r) => r.name === req.server)?.toolDrift;
+    if (!c.approveTools(req.server)) {
+      throw new McpReconcilerError(ErrorCode.Usage, `MCP server ${name} has not listed its tools in this watch yet, so there is nothing to accept`, { hint: 'wait until it is connected (`mcp-reconciler status`), then run this again' });
+    }
+    const what = drift ? ` (${[drift.changed.length ? `${drift.changed.length} changed` : '', drift.added.length ? `${drift.added.length} new` : ''].filter(Boolean).join(', ')})` : '';
+    return { ok: true, message: `accepted the current tool definitions of ${name}${what}` };
+  }
   const row = c.status().find((r) => r.name === req.server && r.state !== 'removed');
   if (!row) {
     // Throws unknown_server, listing the configured names, for a name this watch does not have.
@@ -201,7 +209,7 @@ async function serveChannel(ctx: CliContext, c: McpController, tty: boolean, log
       file: requestChannelPath(ctx.global.approvalsPath, root),
       root,
       handle: async (req) => {
-        const verb = req.verb === 'approve-session' ? 'approve --session' : req.verb;
+        const verb = req.verb === 'approve-session' ? 'approve --session' : req.verb === 'approve-tools' ? 'approve --tool-definitions' : req.verb;
         try {
           const result = await handleRequest(c, req);
           write({ verb: req.verb, server: req.server, ok: true, message: result.message });

@@ -12,6 +12,10 @@ async function run(ctx: CliContext): Promise<number> {
     const row = c.status().find((s) => s.name === target);
     if (row) {
       const reason = c.unavailableReason(target);
+      const d = row.toolDrift;
+      const drift = d
+        ? ` Its tool definitions changed since they were accepted (${[d.changed.length ? `changed: ${d.changed.join(', ')}` : '', d.added.length ? `new: ${d.added.join(', ')}` : ''].filter(Boolean).join('; ')}, since ${d.since})${d.held ? '; the changes are held back (pinToolDefinitions)' : ''}.`
+        : '';
       return {
         kind: 'server' as const,
         name: target,
@@ -20,9 +24,9 @@ async function run(ctx: CliContext): Promise<number> {
         message: reason
           ? `MCP server "${target}" ${describeReason(reason, row)}.${row.lastError ? ` ${reason === 'config_invalid' ? 'Error' : 'Last error'}: ${row.lastError}` : ''}`
           : row.state === 'connected'
-            ? `MCP server "${target}" is connected with ${row.tools.length} tool(s).`
+            ? `MCP server "${target}" is connected with ${row.tools.length} tool(s).${drift}`
             : `MCP server "${target}" is ${row.state}.${row.lastError ? ` Last error: ${row.lastError}` : ''}`,
-        fix: reason ? fixFor(reason, target, undefined, row) : null,
+        fix: reason ? fixFor(reason, target, undefined, row) : drift ? `mcp-reconciler approve ${target} --tool-definitions` : null,
       };
     }
     if (target.startsWith('mcp__')) {

@@ -1,0 +1,139 @@
+/**
+ * Tool definitions as the user accepted them, and what changed since
+ * (definition drift, docs/tool-definitions.md): a server approved for what
+ * its tools said can later change a description or a schema, or add a tool.
+ *
+ * The first listing of a server (per name and fingerprint) is its accepted
+ * set; later listings are compared with it. Drift is recorded either way;
+ * with `pin` a changed definition is held back (the accepted one stays
+ * registered, calls still go to the server's tool of that name) and a new
+ * tool is not registered, until {@link ToolDefinitions.accept} takes the
+ * server's current definitions. Kept in one 0600 JSON file per workspace
+ * beside the listing cache (in memory only without one).
+ */
+import { join } from 'node:path';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { readTrustedSync } from '../util/file-trust.js';
+import { isPlainObject, workspaceKey, writeFileAtomicSync } from '../util/persist.js';
+import { stableHash } from '../util/stable-hash.js';
+
+/** How a server's tools differ from the definitions the user accepted. */
+export interface ToolDrift {
+  /** Raw names whose description, title, schema or annotations changed. */
+  changed: string[];
+  /** Raw names listed now but not accepted. */
+  added: string[];
+  /** Whether the changes are held back (`pinToolDefinitions`): the accepted definitions stay registered, new tools are not. */
+  held: boolean;
+  /** When the drift was first seen (ISO time). */
+  since: string;
+}
+
+/** What a model is told about a tool: everything but annotations' cosmetic parts would still be a change, so all of it counts. */
+function definitionHash(tool: Tool): string {
+  const { name: _name, ...definition } = tool;
+  return stableHash(definition);
+}
+
+interface Record_ {
+  accepted: Record<string, Tool>;
+  /** The latest raw listing, for {@link ToolDefinitions.accept}. */
+  latest: Tool[];
+  drift?: ToolDrift;
+}
+
+/** The drift of `tools` against `accepted`, or undefined when there is none. */
+export function driftOf(accepted: Readonly<Record<string, Tool>>, tools: readonly Tool[], held: boolean, since: string): ToolDrift | undefined {
+  const changed: string[] = [];
+  const added: string[] = [];
+  for (const t of tools) {
+    const old = Object.hasOwn(accepted, t.name) ? accepted[t.name] : undefined;
+    if (!old) added.push(t.name);
+    else if (definitionHash(old) !== definitionHash(t)) changed.push(t.name);
+  }
+  return changed.length + added.length === 0 ? undefined : { changed, added, held, since };
+}
+
+/** Accepted tool definitions of one workspace's servers. */
+export class ToolDefinitions {
+  private readonly records = new Map<string, Record_>();
+  private readonly file: string | undefined;
+
+  /** Kept in `tool-definitions/` beside the listing cache directory `dir`; `dir` false: in memory only. */
+  constructor(dir: string | false, root: string, private readonly onError: (err: unknown) => void = () => {}) {
+    if (dir === false) return;
+    this.file = join(dir, '..', 'tool-definitions', `${workspaceKey(root)}.json`);
+    try {
+      // What was accepted decides what a model is shown: a file someone else could write is not used.
+      const read = readTrustedSync(this.file);
+      if (!('text' in read)) return;
+      const doc = JSON.parse(read.text) as { servers?: unknown };
+      if (!isPlainObject(doc.servers)) return;
+      for (const [key, rec] of Object.entries(doc.servers)) {
+        if (isPlainObject(rec) && isPlainObject(rec.accepted)) {
+          this.records.set(key, { accepted: rec.accepted as Record<string, Tool>, latest: [], ...(isPlainObject(rec.drift) ? { drift: rec.drift as unknown as ToolDrift } : {}) });
+        }
+      }
+    } catch {
+      // No file yet, or an unreadable one: the next listings are accepted afresh.
+    }
+  }
+
+  /**
+   * The tools to register for a listing of `server` (config `fingerprint`):
+   * the listing itself, or with `pin` the accepted definitions in place of
+   * changed ones and without new tools. The first listing is accepted as is.
+   */
+  review(server: string, fingerprint: string, tools: Tool[], pin: boolean): Tool[] {
+    const key = `${server}\u0000${fingerprint}`;
+    const rec = this.records.get(key);
+    if (!rec) {
+      this.records.set(key, { accepted: Object.fromEntries(tools.map((t) => [t.name, t])), latest: tools });
+      this.save();
+      return tools;
+    }
+    rec.latest = tools;
+    const drift = driftOf(rec.accepted, tools, pin, rec.drift?.since ?? new Date().toISOString());
+    const before = JSON.stringify(rec.drift ?? null);
+    if (drift) rec.drift = drift;
+    else delete rec.drift;
+    if (JSON.stringify(rec.drift ?? null) !== before) this.save();
+    if (!pin || !drift) return tools;
+    const out: Tool[] = [];
+    for (const t of tools) {
+      const old = Object.hasOwn(rec.accepted, t.name) ? rec.accepted[t.name] : undefined;
+      if (old) out.push(drift.changed.includes(t.name) ? old : t);
+    }
+    return out;
+  }
+
+  /** The drift of `server`'s latest listing, if any. */
+  drift(server: string, fingerprint: string): ToolDrift | undefined {
+    return this.records.get(`${server}\u0000${fingerprint}`)?.drift;
+  }
+
+  /** Accept `server`'s latest listing as its definitions; the tools to register now (`undefined`: no listing seen this run). */
+  accept(server: string, fingerprint: string): Tool[] | undefined {
+    const rec = this.records.get(`${server}\u0000${fingerprint}`);
+    if (!rec || rec.latest.length === 0) return undefined;
+    rec.accepted = Object.fromEntries(rec.latest.map((t) => [t.name, t]));
+    delete rec.drift;
+    this.save();
+    return rec.latest;
+  }
+
+  /** Drop `server`'s record: its next listing is accepted as it is (an offline `approve --tool-definitions`). */
+  forget(server: string, fingerprint: string): void {
+    if (this.records.delete(`${server}\u0000${fingerprint}`)) this.save();
+  }
+
+  private save(): void {
+    if (!this.file) return;
+    try {
+      const servers = Object.fromEntries([...this.records].map(([key, r]) => [key, { accepted: r.accepted, ...(r.drift ? { drift: r.drift } : {}) }]));
+      writeFileAtomicSync(this.file, JSON.stringify({ version: 1, servers }), { mkdir: true });
+    } catch (err) {
+      this.onError(err);
+    }
+  }
+}
