@@ -39,6 +39,9 @@ export {
   type EditTarget,
   type ServerSpec,
 } from './config/edit.js';
+export type { SetEnabledOptions, SetEnabledResult } from './controller/switches.js';
+export { HOST_SWITCHES, type HostSwitches } from './config/enablement.js';
+export { defaultWorkspaceStatePath } from './config/workspace-state.js';
 export type { ConfigSource, ConfigIssue } from './config/sources.js';
 export type { InputResolver, InputSpec } from './config/load.js';
 export { FORMAT_NAMES, type FormatName } from './config/formats.js';

@@ -32,6 +32,7 @@ import { DesiredState } from './desired.js';
 import { SafeEmitter } from './emitter.js';
 import { Semaphore } from './semaphore.js';
 import { StatusView } from './status.js';
+import { Switches, type SetEnabledOptions, type SetEnabledResult } from './switches.js';
 import type {
   CallToolOptions,
   Logger,
@@ -87,6 +88,8 @@ export class McpController {
   private readonly transitionKeys = new Map<string, string>();
   /** The config → machines side: desired map, gating, runtime servers. */
   private readonly state: DesiredState;
+  /** Servers and tools switched on and off (setEnabled), laid over the config read. */
+  private readonly switches: Switches;
   private root: string;
   private watcher: ConfigWatcher | undefined;
   /** Each server's stderr, log messages and supervisor lines (server-logs.ts); created by `start()`. */
@@ -142,8 +145,16 @@ export class McpController {
       typeof options.approvals === 'object' ? options.approvals : new FileApprovalStore(options.approvals ?? defaultApprovalsPath(this.env)),
       { logger: this.logger, configError: (issues) => this.emitter.emit('config-error', { issues }) },
     );
+    this.switches = new Switches({
+      root: () => this.root,
+      env: this.env,
+      stateFile: options.workspaceStateFile,
+      sources: () => this.reader.sources,
+      warn: (message) => this.logger.warn(message),
+    });
     this.state = new DesiredState(
       {
+        overlay: (desired) => this.switches.overlay(desired),
         reader: this.reader,
         decisions: this.decisions,
         logger: this.logger,
@@ -229,6 +240,8 @@ export class McpController {
       gating: () => this.state.computed,
       issues: () => this.state.issues,
       scopeOf: (file) => this.reader.sources.find((s) => s.path === file)?.scope,
+      disabledBy: (server) => this.switches.serverOrigin(server),
+      toolDisabledBy: (server, tool) => this.switches.toolOrigin(server, tool),
     });
     this.calls = new Calls({
       registry: this.registry,
@@ -297,8 +310,10 @@ export class McpController {
       const storePath = this.decisions.store.path;
       // The token store too: tokens stored by `mcp-reconciler auth` in another terminal wake servers in needs_auth.
       const tokenPath = this.auth.store.path;
+      // The workspace state file too: `mcp-reconciler disable` in another terminal applies at once.
+      const switchesPath = this.switches.path;
       this.watcher = watchConfigFiles({
-        files: [...this.reader.sources.map((s) => s.path), ...(storePath ? [storePath] : []), ...(tokenPath ? [tokenPath] : [])],
+        files: [...this.reader.sources.map((s) => s.path), ...(storePath ? [storePath] : []), ...(tokenPath ? [tokenPath] : []), ...(switchesPath ? [switchesPath] : [])],
         debounceMs: this.options.debounceMs ?? 300,
         onChange: () => {
           this.coalescer.request().catch((err) => this.logger.error(`reload failed: ${describeError(err)}`));
@@ -748,6 +763,27 @@ export class McpController {
     this.assertLive();
     this.state.removeRuntimeServer(name);
     if (this.started) await this.coalescer.request();
+  }
+
+  /**
+   * Switch a server, or some of its tools (`tools`: raw or registered
+   * names), on or off, now and persisted (docs/enable-disable.md): in the
+   * host's own field where its file has one (`disabled`, `enabled: false`,
+   * `disabledTools`, `excludeTools`…), else in the workspace state file;
+   * `persist: false` keeps it for this controller's life only. A running
+   * controller applies it at once: a disabled server disconnects and rests in
+   * `disabled`, a disabled tool leaves the registry (`tools-changed`, so a
+   * gateway sends `list_changed`). Throws `unknown_server` for a name not in
+   * the config. Before `start()` it only writes.
+   */
+  async setEnabled(server: string, on: boolean, options: SetEnabledOptions = {}): Promise<SetEnabledResult> {
+    this.assertLive();
+    const entry = await this.decisionEntry(server);
+    const tools = options.tools?.map((t) => this.registry.getTool(t)?.rawName ?? t);
+    const result = await this.switches.set(entry, on, { ...options, ...(tools ? { tools } : {}) });
+    if (this.started) await this.coalescer.request();
+    else await this.state.refresh();
+    return result;
   }
 
   /** Subscribe to an event (SPEC §9); returns the unsubscribe function. Listeners that throw are isolated. */

@@ -34,6 +34,8 @@ export interface DesiredStateDeps {
   disposing(): boolean;
   /** The config was re-read: tokens another process stored (`mcp-reconciler auth`) count too. */
   reread(): void;
+  /** The enable/disable switches laid over what the files say (switches.ts). */
+  overlay?(desired: DesiredMap): Promise<DesiredMap>;
 }
 
 /** What the reconciler was last sent: its desired map and gating. */
@@ -134,7 +136,8 @@ export class DesiredState {
   /** Read every source now: the desired map, per-source settings (merged by computeGating under the reconcile's trust, SPEC §2.3) and issues. */
   async read(): Promise<{ desired: DesiredMap; settings: ScopedSettings[]; issues: ConfigIssue[] }> {
     const { assembled } = await this.deps.reader.read({ runtime: this.runtimeServers, sdk: this.sdkServers });
-    return { desired: assembled.desired, settings: assembled.scopedSettings, issues: assembled.issues };
+    const desired = this.deps.overlay ? await this.deps.overlay(assembled.desired) : assembled.desired;
+    return { desired, settings: assembled.scopedSettings, issues: assembled.issues };
   }
 
   /** One level-based reconcile: read everything, send the machines the difference. */

@@ -9,7 +9,7 @@ import { registeredToolName, sanitiseNamePart } from '../registry/naming.js';
 import type { ToolRegistry } from '../registry/registry.js';
 import { defineLazyTokens } from '../registry/tokens.js';
 import type { Connections } from './connections.js';
-import { describeReason, fixFor, type ReasonDetail } from './messages.js';
+import { describeReason, disabledSentence, enableFix, fixFor, type ReasonDetail } from './messages.js';
 import type { Reason, ServerStateName, ServerStatus } from './types.js';
 
 /** What the status view reads; getters for what changes over the controller's life. */
@@ -26,6 +26,10 @@ export interface StatusSources {
   issues(): readonly ConfigIssue[];
   /** The scope of a config file, when it is one of the sources. */
   scopeOf(file: string): Scope | undefined;
+  /** Who switched a server off (its file, `mcp-reconciler disable`, the session), when it is. */
+  disabledBy?(server: string): string | undefined;
+  /** Who switched raw tool `tool` of `server` off, when it is. */
+  toolDisabledBy?(server: string, tool: string): string | undefined;
 }
 
 /** A config entry the config layer refused: no actor, but a row and a reason (`config_invalid`). */
@@ -91,7 +95,9 @@ export class StatusView {
     if (refused) return { source: refused.file, ...(refused.line !== undefined ? { line: refused.line } : {}) };
     const excludedBy = this.src.gating()?.excludedBy;
     const files = excludedBy && Object.hasOwn(excludedBy, name) ? excludedBy[name] : undefined;
-    return files?.length ? { excludedBy: files } : {};
+    if (files?.length) return { excludedBy: files };
+    const disabledBy = this.src.disabledBy?.(name);
+    return disabledBy ? { disabledBy } : {};
   }
 
   /** Per-server status, servers in name order; removed servers last seen and refused config entries are included. */
@@ -106,6 +112,7 @@ export class StatusView {
       const state = stateNameOf(snap);
       const reason = reasonOf(snap);
       const excludedBy = reason === 'excluded' ? this.detailOf(name).excludedBy : undefined;
+      const disabledBy = reason === 'disabled' ? this.src.disabledBy?.(name) : undefined;
       const tools = registry.toolsOf(name);
       const prompts = registry.promptsOf(name);
       const resources = registry.resources.resourcesOf(name);
@@ -119,6 +126,7 @@ export class StatusView {
         status: publicStatusOf(snap),
         reason,
         ...(excludedBy ? { excludedBy: [...excludedBy] } : {}),
+        ...(disabledBy ? { disabledBy } : {}),
         tools: tools.map((t) => t.name),
         prompts: prompts.map((p) => p.name),
         resources: resources.map((r) => r.uri),
@@ -215,6 +223,10 @@ export class StatusView {
     }
     if (registered) return `Tool ${toolName} is available (server "${server}" is connected).`;
     const skipped = registry.skippedOf(server).find((s) => registeredToolName(server, s.rawName) === toolName);
+    const switchedOff = skipped ? this.src.toolDisabledBy?.(server, skipped.rawName) : undefined;
+    if (skipped && switchedOff) {
+      return `Tool ${toolName} of MCP server "${server}" ${disabledSentence(switchedOff)}. To fix: ${enableFix(server, skipped.rawName)}.`;
+    }
     if (skipped) return `Tool ${toolName} of MCP server "${server}" is not registered: ${skipped.reason}.`;
     const err = this.lastErrorOf(server);
     return `MCP server "${server}" is connected but does not provide ${toolName}${err ? ` (${err})` : ''}. Its tools: ${registry.toolsOf(server).map((t) => t.name).join(', ') || 'none'}.`;

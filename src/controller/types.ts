@@ -36,6 +36,8 @@ export interface ServerStatus {
   line?: number;
   /** The files whose `mcp.excluded` lists the server (`excluded` rows). */
   excludedBy?: string[];
+  /** Who switched the server off (`disabled` rows): its config file, `` `mcp-reconciler disable` (state file) ``, this session. */
+  disabledBy?: string;
   /** Registered tool names (`mcp__<server>__<tool>`). */
   tools: string[];
   /**
@@ -178,6 +180,13 @@ export interface McpControllerOptions {
   logDir?: string | false;
   /** Cap of each server's log file before it is rotated (one rotated file is kept). Default 1 MiB. */
   logMaxBytes?: number;
+  /**
+   * The workspace state file: the `enable` / `disable` switches of servers
+   * whose host file has no field for them (docs/enable-disable.md). Default
+   * `$XDG_STATE_HOME/mcp-reconciler/workspaces/<hash of the real root>.json`;
+   * `false` keeps them for this controller's life only.
+   */
+  workspaceStateFile?: string | false;
   /**
    * Directory of the listing cache (SPEC §12): every successful listing is
    * stored there (0600, keyed by workspace and fingerprint) so the next start

@@ -4,6 +4,7 @@ import { approveCommand, rejectCommand } from './approve.js';
 import { authCommand, logoutCommand } from './auth.js';
 import { callCommand } from './call.js';
 import { configCommand } from './config.js';
+import { disableCommand, enableCommand } from './enable.js';
 import { logsCommand } from './logs.js';
 import { reconnectCommand } from './reconnect.js';
 import { removeCommand } from './remove.js';
@@ -30,6 +31,8 @@ export const commands: readonly CliCommand[] = [
   configCommand,
   addCommand,
   removeCommand,
+  enableCommand,
+  disableCommand,
   logsCommand,
   vizCommand,
 ];
