@@ -6,7 +6,8 @@
  * lock; read back under the file-trust rule (docs/spec.md §4), a file that is
  * not trusted is reported and ignored.
  */
-import { join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { withFileLock } from '../util/file-lock.js';
 import { readTrusted } from '../util/file-trust.js';
 import { appDir, isPlainObject, workspaceKey, writeFileAtomic } from '../util/persist.js';
@@ -87,13 +88,14 @@ export class WorkspaceStateFile {
   /** Change one server's toggle under the file's lock; an empty toggle removes the server's record. */
   async update(server: string, change: (current: ServerToggle) => ServerToggle): Promise<ServerToggle> {
     try {
+      await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
       return await withFileLock(`${this.path}.lock`, async () => {
         const { state, problem } = await this.read();
         if (problem) throw new McpReconcilerError(ErrorCode.ConfigWrite, problem, { hint: 'fix the file as said, then run this again', details: { file: this.path } });
         const next = normalise(change({ ...(getOwn(state.servers, server) ?? {}) }));
         if (next.disabled || next.disabledTools) setOwn(state.servers, server, next);
         else delete state.servers[server];
-        await writeFileAtomic(this.path, `${JSON.stringify(state, null, 2)}\n`, { mkdir: true, durable: true });
+        await writeFileAtomic(this.path, `${JSON.stringify(state, null, 2)}\n`, { durable: true });
         return next;
       });
     } catch (err) {

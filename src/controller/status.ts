@@ -6,7 +6,7 @@ import { formatIssue, type ConfigIssue } from '../config/sources.js';
 import type { ComputedGating } from '../gating/compute.js';
 import { transportOf } from '../config/identity.js';
 import { registeredToolName, sanitiseNamePart } from '../registry/naming.js';
-import type { ToolRegistry } from '../registry/registry.js';
+import type { SkippedTool, ToolRegistry } from '../registry/registry.js';
 import { defineLazyTokens } from '../registry/tokens.js';
 import type { Connections } from './connections.js';
 import { describeReason, disabledSentence, enableFix, fixFor, type ReasonDetail } from './messages.js';
@@ -131,7 +131,7 @@ export class StatusView {
         prompts: prompts.map((p) => p.name),
         resources: resources.map((r) => r.uri),
         resourceTemplates: templates.map((t) => t.uriTemplate),
-        skippedTools: registry.skippedOf(name),
+        skippedTools: this.skippedWithOrigin(name),
         cached: [tools, prompts, resources, templates].some((list) => list.some((e) => e.cached === true)),
         lastError: ctx.lastError,
         generation: ctx.generation,
@@ -162,6 +162,14 @@ export class StatusView {
       rows.push(actorlessRow(name, { scope: undefined, source: undefined, state: 'removed', status: 'disabled', reason: 'removed', lastError: undefined }));
     }
     return rows.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** The server's unregistered tools; one switched off says who did it and how to switch it back on. */
+  private skippedWithOrigin(name: string): SkippedTool[] {
+    return this.src.registry.skippedOf(name).map((s) => {
+      const origin = this.src.toolDisabledBy?.(name, s.rawName);
+      return origin ? { ...s, reason: `disabled by ${origin} (${enableFix(name, s.rawName)})` } : s;
+    });
   }
 
   /** The last error of a live server actor, from its context (the controller reports its errors there). */

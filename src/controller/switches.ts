@@ -117,20 +117,19 @@ export class Switches {
       const config = entry.config;
       const hostOff = config.disabled === true;
       const off = session?.server ?? (hostOff || fromFile.disabled === true);
-      if (off) {
-        disabledBy.set(
-          name,
-          session?.server === false ? 'this session (setEnabled)' : fromFile.disabled ? `\`mcp-reconciler disable\` (${statePath})` : entry.source,
-        );
-      }
-      const origins = new Map<string, Origin>();
-      for (const t of config.excludeTools ?? []) origins.set(t, entry.source);
+      // A runtime, sdk or inline entry has no file to name: `why` then says "in its config".
+      const hostFile = path.isAbsolute(entry.source) ? entry.source : undefined;
+      const origin = session?.server === false ? 'this session (setEnabled)' : fromFile.disabled ? `\`mcp-reconciler disable\` (${statePath})` : hostFile;
+      if (off && origin !== undefined) disabledBy.set(name, origin);
+      const origins = new Map<string, Origin | undefined>();
+      for (const t of config.excludeTools ?? []) origins.set(t, hostFile);
       for (const t of fromFile.disabledTools ?? []) origins.set(t, `\`mcp-reconciler disable --tool\` (${statePath})`);
       for (const [t, on] of session?.tools ?? []) {
         if (on) origins.delete(t);
         else origins.set(t, 'this session (setEnabled)');
       }
-      if (origins.size > 0) toolsDisabledBy.set(name, origins);
+      const named = new Map([...origins].filter((e): e is [string, Origin] => e[1] !== undefined));
+      if (named.size > 0) toolsDisabledBy.set(name, named);
       const exclude = [...origins.keys()];
       const sameExclude = exclude.length === (config.excludeTools ?? []).length && exclude.every((t, i) => t === config.excludeTools?.[i]);
       if (off === hostOff && sameExclude) {
