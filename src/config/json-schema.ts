@@ -34,6 +34,18 @@ function fileSchema() {
           excluded: names.optional().describe('These servers must not connect.'),
         })
         .optional(),
+      profiles: z
+        .record(
+          z.string(),
+          z
+            .object({
+              servers: names.optional().describe('Servers this profile keeps ("*" matches any run of characters); absent keeps all.'),
+              tools: names.optional().describe('Registered tool names this profile keeps, e.g. "mcp__github__*"; absent keeps all tools of its servers.'),
+            })
+            .strict(),
+        )
+        .optional()
+        .describe('Named sets of servers and tools; `--profile NAME` / `setProfile()` uses one, which only narrows what gating allows.'),
       'mcp.allowed': names.optional(),
       'mcp.excluded': names.optional(),
     })

@@ -33,6 +33,7 @@ import { SafeEmitter } from './emitter.js';
 import { Semaphore } from './semaphore.js';
 import { StatusView } from './status.js';
 import { Switches, type SetEnabledOptions, type SetEnabledResult } from './switches.js';
+import { profileNames } from './profiles.js';
 import type {
   CallToolOptions,
   Logger,
@@ -149,6 +150,7 @@ export class McpController {
       root: () => this.root,
       env: this.env,
       stateFile: options.workspaceStateFile,
+      profile: options.profile,
       sources: () => this.reader.sources,
       warn: (message) => this.logger.warn(message),
     });
@@ -242,6 +244,8 @@ export class McpController {
       scopeOf: (file) => this.reader.sources.find((s) => s.path === file)?.scope,
       disabledBy: (server) => this.switches.serverOrigin(server),
       toolDisabledBy: (server, tool) => this.switches.toolOrigin(server, tool),
+      profileOf: (server) => this.switches.serverProfile(server),
+      toolProfileOrigin: (server, tool) => this.switches.profileToolOrigin(server, tool),
     });
     this.calls = new Calls({
       registry: this.registry,
@@ -784,6 +788,34 @@ export class McpController {
     if (this.started) await this.coalescer.request();
     else await this.state.refresh();
     return result;
+  }
+
+  /**
+   * Use profile `name` (`undefined`: none) from now on (docs/profiles.md):
+   * servers it leaves out stop and rest in `disabled`, tools it leaves out
+   * leave the registry (a gateway sends `list_changed`). Throws `usage`
+   * naming the defined profiles when no settings file defines `name`.
+   */
+  async setProfile(name: string | undefined): Promise<void> {
+    this.assertLive();
+    if (name !== undefined) {
+      const { settings } = await this.state.read();
+      const known = profileNames(settings);
+      if (!known.includes(name)) {
+        throw new McpReconcilerError(ErrorCode.Usage, `no profile named "${name}" is defined`, {
+          hint: known.length ? `defined profiles: ${known.join(', ')}` : 'define one under "profiles" in a settings file, e.g. { "profiles": { "research": { "servers": ["search"] } } }',
+          details: { profile: name },
+        });
+      }
+    }
+    this.switches.setProfile(name);
+    if (this.started) await this.coalescer.request();
+    else await this.state.refresh();
+  }
+
+  /** The profile in use, if any. */
+  get profile(): string | undefined {
+    return this.switches.activeProfile;
   }
 
   /** Subscribe to an event (SPEC §9); returns the unsubscribe function. Listeners that throw are isolated. */

@@ -35,7 +35,7 @@ export interface DesiredStateDeps {
   /** The config was re-read: tokens another process stored (`mcp-reconciler auth`) count too. */
   reread(): void;
   /** The enable/disable switches laid over what the files say (switches.ts). */
-  overlay?(desired: DesiredMap): Promise<DesiredMap>;
+  overlay?(desired: DesiredMap, settings: readonly ScopedSettings[]): Promise<DesiredMap>;
 }
 
 /** What the reconciler was last sent: its desired map and gating. */
@@ -136,7 +136,7 @@ export class DesiredState {
   /** Read every source now: the desired map, per-source settings (merged by computeGating under the reconcile's trust, SPEC §2.3) and issues. */
   async read(): Promise<{ desired: DesiredMap; settings: ScopedSettings[]; issues: ConfigIssue[] }> {
     const { assembled } = await this.deps.reader.read({ runtime: this.runtimeServers, sdk: this.sdkServers });
-    const desired = this.deps.overlay ? await this.deps.overlay(assembled.desired) : assembled.desired;
+    const desired = this.deps.overlay ? await this.deps.overlay(assembled.desired, assembled.scopedSettings) : assembled.desired;
     return { desired, settings: assembled.scopedSettings, issues: assembled.issues };
   }
 

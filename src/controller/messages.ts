@@ -14,6 +14,8 @@ export interface ReasonDetail {
   line?: number;
   /** Who switched a `disabled` server off: its config file, `mcp-reconciler disable` (the state file), this session. */
   disabledBy?: string;
+  /** The profile in use that leaves a `disabled` server out. */
+  profile?: string;
 }
 
 function fileList(files: readonly string[]): string {
@@ -47,6 +49,9 @@ export function fixFor(reason: Reason, server: string, cli = 'mcp-reconciler', d
     case 'not_allowed':
       return `add ${json} to \`mcp.allowed\` in your settings (and to --allowed-mcp-server-names if the host was started with it)`;
     case 'disabled':
+      if (detail.profile !== undefined && detail.disabledBy?.startsWith('profile ')) {
+        return `add ${json} to the "servers" of profile ${JSON.stringify(detail.profile)}, or use another profile (--profile NAME; setProfile() in the library)`;
+      }
       return `enable it with \`${cli} enable ${arg}\``;
     case 'untrusted':
       return 'trust this folder in the host; servers from project and workspace files never start in an untrusted folder';

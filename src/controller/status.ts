@@ -30,6 +30,10 @@ export interface StatusSources {
   disabledBy?(server: string): string | undefined;
   /** Who switched raw tool `tool` of `server` off, when it is. */
   toolDisabledBy?(server: string, tool: string): string | undefined;
+  /** The profile in use that leaves `server` out, when one does. */
+  profileOf?(server: string): string | undefined;
+  /** The profile in use that leaves raw tool `tool` of `server` out: `profile "x" (file)`. */
+  toolProfileOrigin?(server: string, tool: string): string | undefined;
 }
 
 /** A config entry the config layer refused: no actor, but a row and a reason (`config_invalid`). */
@@ -97,7 +101,8 @@ export class StatusView {
     const files = excludedBy && Object.hasOwn(excludedBy, name) ? excludedBy[name] : undefined;
     if (files?.length) return { excludedBy: files };
     const disabledBy = this.src.disabledBy?.(name);
-    return disabledBy ? { disabledBy } : {};
+    const profile = this.src.profileOf?.(name);
+    return { ...(disabledBy ? { disabledBy } : {}), ...(profile ? { profile } : {}) };
   }
 
   /** Per-server status, servers in name order; removed servers last seen and refused config entries are included. */
@@ -113,6 +118,7 @@ export class StatusView {
       const reason = reasonOf(snap);
       const excludedBy = reason === 'excluded' ? this.detailOf(name).excludedBy : undefined;
       const disabledBy = reason === 'disabled' ? this.src.disabledBy?.(name) : undefined;
+      const profile = reason === 'disabled' ? this.src.profileOf?.(name) : undefined;
       const tools = registry.toolsOf(name);
       const prompts = registry.promptsOf(name);
       const resources = registry.resources.resourcesOf(name);
@@ -127,6 +133,7 @@ export class StatusView {
         reason,
         ...(excludedBy ? { excludedBy: [...excludedBy] } : {}),
         ...(disabledBy ? { disabledBy } : {}),
+        ...(profile ? { profile } : {}),
         tools: tools.map((t) => t.name),
         prompts: prompts.map((p) => p.name),
         resources: resources.map((r) => r.uri),
@@ -168,7 +175,9 @@ export class StatusView {
   private skippedWithOrigin(name: string): SkippedTool[] {
     return this.src.registry.skippedOf(name).map((s) => {
       const origin = this.src.toolDisabledBy?.(name, s.rawName);
-      return origin ? { ...s, reason: `disabled by ${origin} (${enableFix(name, s.rawName)})` } : s;
+      if (origin) return { ...s, reason: `disabled by ${origin} (${enableFix(name, s.rawName)})` };
+      const profile = this.src.toolProfileOrigin?.(name, s.rawName);
+      return profile ? { ...s, reason: `not kept by ${profile}` } : s;
     });
   }
 
@@ -234,6 +243,10 @@ export class StatusView {
     const switchedOff = skipped ? this.src.toolDisabledBy?.(server, skipped.rawName) : undefined;
     if (skipped && switchedOff) {
       return `Tool ${toolName} of MCP server "${server}" ${disabledSentence(switchedOff)}. To fix: ${enableFix(server, skipped.rawName)}.`;
+    }
+    const profiled = skipped ? this.src.toolProfileOrigin?.(server, skipped.rawName) : undefined;
+    if (profiled) {
+      return `Tool ${toolName} of MCP server "${server}" is not kept by ${profiled}. To fix: add it to that profile's "tools", or use another profile (--profile NAME; setProfile() in the library).`;
     }
     if (skipped) return `Tool ${toolName} of MCP server "${server}" is not registered: ${skipped.reason}.`;
     const err = this.lastErrorOf(server);

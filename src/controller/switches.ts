@@ -18,6 +18,9 @@ import { defaultWorkspaceStatePath, WorkspaceStateFile, type ServerToggle } from
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { getOwn, setOwn } from '../util/own.js';
 import { sanitiseNamePart } from '../registry/naming.js';
+import type { ScopedSettings } from '../gating/compute.js';
+import { matchesAny } from '../util/glob.js';
+import { findProfile, narrow, profileNames } from './profiles.js';
 
 /** Options of `setEnabled`. */
 export interface SetEnabledOptions {
@@ -50,6 +53,8 @@ export interface SwitchDeps {
   env: NodeJS.ProcessEnv;
   /** The controller's `workspaceStateFile` option. */
   stateFile: string | false | undefined;
+  /** The controller's `profile` option. */
+  profile?: string | undefined;
   sources(): readonly ConfigSource[];
   warn(message: string): void;
 }
@@ -69,8 +74,42 @@ export class Switches {
   private disabledBy = new Map<string, Origin>();
   private toolsDisabledBy = new Map<string, Map<string, Origin>>();
   private lastProblem: string | undefined;
+  /** The profile in use, if any (docs/profiles.md). */
+  private profile: string | undefined;
+  /** Servers the profile leaves out, and the raw-name patterns it keeps of the others. */
+  private profileOff = new Map<string, Origin>();
+  private profileTools = new Map<string, { patterns: string[]; origin: Origin }>();
+  private knownProfiles: string[] = [];
 
-  constructor(private readonly deps: SwitchDeps) {}
+  constructor(private readonly deps: SwitchDeps) {
+    this.profile = deps.profile;
+  }
+
+  /** The profile in use. */
+  get activeProfile(): string | undefined {
+    return this.profile;
+  }
+
+  /** Use profile `name` from the next overlay on (`undefined`: none). */
+  setProfile(name: string | undefined): void {
+    this.profile = name;
+  }
+
+  /** The profile names the settings defined at the last overlay. */
+  get profiles(): readonly string[] {
+    return this.knownProfiles;
+  }
+
+  /** The profile that leaves `server` out, when one does: its name. */
+  serverProfile(server: string): string | undefined {
+    return this.profileOff.has(server) ? this.profile : undefined;
+  }
+
+  /** Why the profile leaves raw tool `tool` of `server` out, when it does. */
+  profileToolOrigin(server: string, tool: string): string | undefined {
+    const kept = this.profileTools.get(server);
+    return kept && !matchesAny(kept.patterns, tool) ? kept.origin : undefined;
+  }
 
   /** The workspace state file, or `undefined` when switches are not persisted there. */
   get path(): string | undefined {
@@ -84,9 +123,9 @@ export class Switches {
     return p === undefined ? undefined : new WorkspaceStateFile(p);
   }
 
-  /** Who disabled `server` (a file, or the session), when it is disabled. */
+  /** Who disabled `server` (a file, the session, the profile), when it is disabled. */
   serverOrigin(server: string): string | undefined {
-    return this.disabledBy.get(server);
+    return this.disabledBy.get(server) ?? this.profileOff.get(server);
   }
 
   /** Who disabled raw tool `tool` of `server`, when it is. */
@@ -99,7 +138,7 @@ export class Switches {
    * new entry, with its config hash, for each server they change), and the
    * origins of every switch recorded for {@link serverOrigin}.
    */
-  async overlay(desired: DesiredMap): Promise<DesiredMap> {
+  async overlay(desired: DesiredMap, settings: readonly ScopedSettings[] = []): Promise<DesiredMap> {
     const file = this.file();
     const read = file ? await file.read() : undefined;
     if (read?.problem !== this.lastProblem) {
@@ -111,16 +150,26 @@ export class Switches {
     const disabledBy = new Map<string, Origin>();
     const toolsDisabledBy = new Map<string, Map<string, Origin>>();
     const out: Record<string, DesiredServer> = {};
+    this.knownProfiles = profileNames(settings);
+    const profile = this.profile === undefined ? undefined : findProfile(settings, this.profile);
+    // A profile no file defines keeps nothing: it can only ever narrow.
+    const profileOrigin = this.profile === undefined ? undefined : profile ? `profile "${this.profile}" (${profile.file})` : `profile "${this.profile}", which no settings file defines`;
+    const profileOff = new Map<string, Origin>();
+    const profileTools = new Map<string, { patterns: string[]; origin: Origin }>();
     for (const [name, entry] of Object.entries(desired)) {
       const fromFile: ServerToggle = getOwn(stored, name) ?? {};
       const session = this.session.get(name);
       const config = entry.config;
       const hostOff = config.disabled === true;
-      const off = session?.server ?? (hostOff || fromFile.disabled === true);
+      const narrowed = profileOrigin === undefined ? undefined : profile ? narrow(profile.definition, name, config) : { off: true };
+      if (narrowed?.off) profileOff.set(name, profileOrigin!);
+      if (narrowed?.includeTools) profileTools.set(name, { patterns: narrowed.includeTools, origin: profileOrigin! });
+      const switchedOff = session?.server === undefined ? hostOff || fromFile.disabled === true : !session.server;
+      const off = switchedOff || narrowed?.off === true;
       // A runtime, sdk or inline entry has no file to name: `why` then says "in its config".
       const hostFile = path.isAbsolute(entry.source) ? entry.source : undefined;
       const origin = session?.server === false ? 'this session (setEnabled)' : fromFile.disabled ? `\`mcp-reconciler disable\` (${statePath})` : hostFile;
-      if (off && origin !== undefined) disabledBy.set(name, origin);
+      if (switchedOff && origin !== undefined) disabledBy.set(name, origin);
       const origins = new Map<string, Origin | undefined>();
       for (const t of config.excludeTools ?? []) origins.set(t, hostFile);
       for (const t of fromFile.disabledTools ?? []) origins.set(t, `\`mcp-reconciler disable --tool\` (${statePath})`);
@@ -132,7 +181,8 @@ export class Switches {
       if (named.size > 0) toolsDisabledBy.set(name, named);
       const exclude = [...origins.keys()];
       const sameExclude = exclude.length === (config.excludeTools ?? []).length && exclude.every((t, i) => t === config.excludeTools?.[i]);
-      if (off === hostOff && sameExclude) {
+      const include = narrowed?.includeTools;
+      if (off === hostOff && sameExclude && include === undefined) {
         setOwn(out, name, entry);
         continue;
       }
@@ -141,10 +191,13 @@ export class Switches {
       else delete next.disabled;
       if (exclude.length > 0) next.excludeTools = exclude;
       else delete next.excludeTools;
+      if (include !== undefined) next.includeTools = include;
       setOwn(out, name, { ...entry, config: next, configHash: configHash(next) });
     }
     this.disabledBy = disabledBy;
     this.toolsDisabledBy = toolsDisabledBy;
+    this.profileOff = profileOff;
+    this.profileTools = profileTools;
     return out;
   }
 

@@ -36,8 +36,10 @@ export interface ServerStatus {
   line?: number;
   /** The files whose `mcp.excluded` lists the server (`excluded` rows). */
   excludedBy?: string[];
-  /** Who switched the server off (`disabled` rows): its config file, `` `mcp-reconciler disable` (state file) ``, this session. */
+  /** Who switched the server off (`disabled` rows): its config file, `` `mcp-reconciler disable` (state file) ``, this session, the profile. */
   disabledBy?: string;
+  /** The profile in use, when it is what leaves the server out (`disabled` rows). */
+  profile?: string;
   /** Registered tool names (`mcp__<server>__<tool>`). */
   tools: string[];
   /**
@@ -187,6 +189,13 @@ export interface McpControllerOptions {
    * `false` keeps them for this controller's life only.
    */
   workspaceStateFile?: string | false;
+  /**
+   * Use this profile of the settings files (`profiles: { NAME: { servers,
+   * tools } }`, docs/profiles.md): servers it leaves out rest in `disabled`,
+   * tools it leaves out are not registered. It only narrows what gating
+   * allows; a name no file defines keeps nothing. Change it with `setProfile()`.
+   */
+  profile?: string;
   /**
    * Directory of the listing cache (SPEC §12): every successful listing is
    * stored there (0600, keyed by workspace and fingerprint) so the next start

@@ -7,6 +7,16 @@ import { setOwn } from '../util/own.js';
 export interface SourceSettings {
   allowed?: string[];
   excluded?: string[];
+  /** Named sets of servers and tools (docs/profiles.md): a profile in use narrows what gating allows. */
+  profiles?: Record<string, ProfileDefinition>;
+}
+
+/** One profile: server names and registered tool names, `*` matching any run of characters. */
+export interface ProfileDefinition {
+  /** Servers the profile keeps; absent keeps every server. */
+  servers?: string[];
+  /** Registered tool names (`mcp__<server>__<tool>`) the profile keeps; absent keeps every tool of its servers. */
+  tools?: string[];
 }
 
 /**
