@@ -156,7 +156,7 @@ export class McpController {
     });
     this.state = new DesiredState(
       {
-        overlay: (desired) => this.switches.overlay(desired),
+        overlay: (desired, settings) => this.switches.overlay(desired, settings),
         reader: this.reader,
         decisions: this.decisions,
         logger: this.logger,

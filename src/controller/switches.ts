@@ -138,7 +138,7 @@ export class Switches {
    * new entry, with its config hash, for each server they change), and the
    * origins of every switch recorded for {@link serverOrigin}.
    */
-  async overlay(desired: DesiredMap, settings: readonly ScopedSettings[] = []): Promise<DesiredMap> {
+  async overlay(desired: DesiredMap, settings: readonly ScopedSettings[]): Promise<DesiredMap> {
     const file = this.file();
     const read = file ? await file.read() : undefined;
     if (read?.problem !== this.lastProblem) {
