@@ -41,6 +41,7 @@ export {
 } from './config/edit.js';
 export type { SetEnabledOptions, SetEnabledResult } from './controller/switches.js';
 export { HOST_SWITCHES, type HostSwitches } from './config/enablement.js';
+export { importServers, type ImportOptions, type ImportedServer } from './config/import.js';
 export { defaultWorkspaceStatePath } from './config/workspace-state.js';
 export type { ConfigSource, ConfigIssue } from './config/sources.js';
 export type { InputResolver, InputSpec } from './config/load.js';

@@ -5,6 +5,7 @@ import { authCommand, logoutCommand } from './auth.js';
 import { callCommand } from './call.js';
 import { configCommand } from './config.js';
 import { disableCommand, enableCommand } from './enable.js';
+import { importCommand } from './import.js';
 import { logsCommand } from './logs.js';
 import { reconnectCommand } from './reconnect.js';
 import { removeCommand } from './remove.js';
@@ -33,6 +34,7 @@ export const commands: readonly CliCommand[] = [
   removeCommand,
   enableCommand,
   disableCommand,
+  importCommand,
   logsCommand,
   vizCommand,
 ];
