@@ -46,6 +46,15 @@ function fileSchema() {
         )
         .optional()
         .describe('Named sets of servers and tools; `--profile NAME` / `setProfile()` uses one, which only narrows what gating allows.'),
+      permissions: z
+        .object({
+          allow: names.optional().describe('Registered tool names ("*" matches anything) that run without asking.'),
+          ask: names.optional().describe('Registered tool names that ask before each call.'),
+          deny: names.optional().describe('Registered tool names that are hidden: never registered, never callable.'),
+        })
+        .strict()
+        .optional()
+        .describe('Per-tool policy over registered names (mcp__<server>__<tool>); every file\'s deny list applies.'),
       'mcp.allowed': names.optional(),
       'mcp.excluded': names.optional(),
     })

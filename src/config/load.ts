@@ -14,7 +14,7 @@ import { formatFieldPath } from './field-path.js';
 import { isYamlPath, type ConfigIssue, type ConfigSource } from './sources.js';
 
 /** Gating settings as written in one file (SPEC §2.3); `allowed: []` is kept (deny all). */export type { ScopedSettings, SourceSettings } from '../gating/compute.js';
-import type { ProfileDefinition, SourceSettings } from '../gating/compute.js';
+import type { ProfileDefinition, SourceSettings, ToolPermissions } from '../gating/compute.js';
 import { isPlainObject } from '../util/persist.js';
 
 /** One source file after parse, validation and expansion. */
@@ -82,6 +82,20 @@ function readSettings(root: Record<string, unknown>, doc: ParsedText, atPath: re
     issues.push({ file, line: pos?.line, column: pos?.column, field: ['profiles', ...path].join('.'), message, code: ErrorCode.ConfigInvalid });
   });
   if (profiles !== undefined) settings.profiles = profiles;
+  const permissions = root.permissions;
+  if (isPlainObject(permissions)) {
+    const out: ToolPermissions = {};
+    for (const key of ['allow', 'ask', 'deny'] as const) {
+      const v = permissions[key];
+      if (v === undefined || v === null) continue;
+      if (Array.isArray(v) && v.every((x) => typeof x === 'string')) out[key] = [...v];
+      else {
+        const pos = doc.locate([...atPath, 'permissions', key]);
+        issues.push({ file, line: pos?.line, column: pos?.column, field: `permissions.${key}`, message: 'must be a list of tool names (mcp__<server>__<tool>, "*" matching anything); ignored', code: ErrorCode.ConfigInvalid });
+      }
+    }
+    settings.permissions = out;
+  }
   return settings;
 }
 

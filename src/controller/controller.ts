@@ -246,6 +246,7 @@ export class McpController {
       toolDisabledBy: (server, tool) => this.switches.toolOrigin(server, tool),
       profileOf: (server) => this.switches.serverProfile(server),
       toolProfileOrigin: (server, tool) => this.switches.profileToolOrigin(server, tool),
+      toolDeniedBy: (server, tool) => this.switches.deniedOrigin(server, tool),
     });
     this.calls = new Calls({
       registry: this.registry,

@@ -46,7 +46,7 @@ export interface Narrowed {
  * `*` anywhere) that apply to `server`: `mcp__*__<tool>` and a bare
  * `<tool>` apply to every server, `mcp__<server>__<tool>` to that one.
  */
-function rawPatterns(server: string, tools: readonly string[]): string[] {
+export function rawPatterns(server: string, tools: readonly string[]): string[] {
   const prefix = `mcp__${sanitiseNamePart(server)}__`;
   const out: string[] = [];
   for (const t of tools) {

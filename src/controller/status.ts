@@ -34,6 +34,8 @@ export interface StatusSources {
   profileOf?(server: string): string | undefined;
   /** The profile in use that leaves raw tool `tool` of `server` out: `profile "x" (file)`. */
   toolProfileOrigin?(server: string, tool: string): string | undefined;
+  /** The `permissions.deny` that hides raw tool `tool` of `server`: `permissions.deny in <file>`. */
+  toolDeniedBy?(server: string, tool: string): string | undefined;
 }
 
 /** A config entry the config layer refused: no actor, but a row and a reason (`config_invalid`). */
@@ -176,6 +178,8 @@ export class StatusView {
     return this.src.registry.skippedOf(name).map((s) => {
       const origin = this.src.toolDisabledBy?.(name, s.rawName);
       if (origin) return { ...s, reason: `disabled by ${origin} (${enableFix(name, s.rawName)})` };
+      const denied = this.src.toolDeniedBy?.(name, s.rawName);
+      if (denied) return { ...s, reason: `hidden by ${denied}` };
       const profile = this.src.toolProfileOrigin?.(name, s.rawName);
       return profile ? { ...s, reason: `not kept by ${profile}` } : s;
     });
@@ -244,6 +248,8 @@ export class StatusView {
     if (skipped && switchedOff) {
       return `Tool ${toolName} of MCP server "${server}" ${disabledSentence(switchedOff)}. To fix: ${enableFix(server, skipped.rawName)}.`;
     }
+    const denied = skipped ? this.src.toolDeniedBy?.(server, skipped.rawName) : undefined;
+    if (denied) return `Tool ${toolName} of MCP server "${server}" is hidden by ${denied}. To fix: take it out of that deny list if it should be used.`;
     const profiled = skipped ? this.src.toolProfileOrigin?.(server, skipped.rawName) : undefined;
     if (profiled) {
       return `Tool ${toolName} of MCP server "${server}" is not kept by ${profiled}. To fix: add it to that profile's "tools", or use another profile (--profile NAME; setProfile() in the library).`;

@@ -20,7 +20,7 @@ import { getOwn, setOwn } from '../util/own.js';
 import { sanitiseNamePart } from '../registry/naming.js';
 import type { ScopedSettings } from '../gating/compute.js';
 import { matchesAny } from '../util/glob.js';
-import { findProfile, narrow, profileNames } from './profiles.js';
+import { findProfile, narrow, profileNames, rawPatterns } from './profiles.js';
 
 /** Options of `setEnabled`. */
 export interface SetEnabledOptions {
@@ -80,6 +80,8 @@ export class Switches {
   private profileOff = new Map<string, Origin>();
   private profileTools = new Map<string, { patterns: string[]; origin: Origin }>();
   private knownProfiles: string[] = [];
+  /** Raw-name patterns `permissions.deny` hides, per server, with the files that say so. */
+  private denied = new Map<string, { patterns: string[]; origin: Origin }>();
 
   constructor(private readonly deps: SwitchDeps) {
     this.profile = deps.profile;
@@ -103,6 +105,12 @@ export class Switches {
   /** The profile that leaves `server` out, when one does: its name. */
   serverProfile(server: string): string | undefined {
     return this.profileOff.has(server) ? this.profile : undefined;
+  }
+
+  /** The `permissions.deny` that hides raw tool `tool` of `server`, when one does. */
+  deniedOrigin(server: string, tool: string): string | undefined {
+    const d = this.denied.get(server);
+    return d && matchesAny(d.patterns, tool) ? d.origin : undefined;
   }
 
   /** Why the profile leaves raw tool `tool` of `server` out, when it does. */
@@ -156,6 +164,11 @@ export class Switches {
     const profileOrigin = this.profile === undefined ? undefined : profile ? `profile "${this.profile}" (${profile.file})` : `profile "${this.profile}", which no settings file defines`;
     const profileOff = new Map<string, Origin>();
     const profileTools = new Map<string, { patterns: string[]; origin: Origin }>();
+    // Every file's deny list applies: a deny only ever hides.
+    const denyFiles = settings.filter((s) => s.settings.permissions?.deny?.length);
+    const deny = denyFiles.flatMap((s) => s.settings.permissions!.deny!);
+    const denyOrigin = `permissions.deny in ${denyFiles.map((s) => s.source).join(' and ')}`;
+    const denied = new Map<string, { patterns: string[]; origin: Origin }>();
     for (const [name, entry] of Object.entries(desired)) {
       const fromFile: ServerToggle = getOwn(stored, name) ?? {};
       const session = this.session.get(name);
@@ -177,6 +190,9 @@ export class Switches {
         if (on) origins.delete(t);
         else origins.set(t, 'this session (setEnabled)');
       }
+      const denyPatterns = deny.length > 0 ? rawPatterns(name, deny) : [];
+      if (denyPatterns.length > 0) denied.set(name, { patterns: denyPatterns, origin: denyOrigin });
+      for (const p of denyPatterns) if (!origins.has(p)) origins.set(p, undefined);
       const named = new Map([...origins].filter((e): e is [string, Origin] => e[1] !== undefined));
       if (named.size > 0) toolsDisabledBy.set(name, named);
       const exclude = [...origins.keys()];
@@ -198,6 +214,7 @@ export class Switches {
     this.toolsDisabledBy = toolsDisabledBy;
     this.profileOff = profileOff;
     this.profileTools = profileTools;
+    this.denied = denied;
     return out;
   }
 

@@ -9,6 +9,15 @@ export interface SourceSettings {
   excluded?: string[];
   /** Named sets of servers and tools (docs/profiles.md): a profile in use narrows what gating allows. */
   profiles?: Record<string, ProfileDefinition>;
+  /** Tool permissions (docs/manage.md): `deny` globs over registered names hide those tools. */
+  permissions?: ToolPermissions;
+}
+
+/** Globs over registered tool names (`mcp__<server>__<tool>`, `*` any run of characters). */
+export interface ToolPermissions {
+  allow?: string[];
+  ask?: string[];
+  deny?: string[];
 }
 
 /** One profile: server names and registered tool names, `*` matching any run of characters. */

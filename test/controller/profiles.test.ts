@@ -67,4 +67,17 @@ describe('profiles', () => {
     const unknown = await cli(['why', 'a', '--cwd', ws.root, '--approvals', ws.approvals, '--profile', 'big'], ws.env, ws.root);
     expect(unknown.stdout).toContain('MCP server "a" is disabled by profile "big", which no settings file defines.');
   });
+
+  it('permissions.deny hides tools by glob over registered names, in every file, and why names the file', async () => {
+    const ws = h.workspace();
+    const file = ws.writeUserSettings({ mcpServers: { a: stdioFixtureConfig('basic-server') }, permissions: { deny: ['mcp__a__e*', 'mcp__*__pid'] } });
+    const c = h.controller(ws);
+    await c.start();
+    expect(registered(c)).toEqual(['mcp__a__add', 'mcp__a__v1_tool']);
+    expect(c.toolUnavailableMessage('mcp__a__echo')).toBe(
+      `Tool mcp__a__echo of MCP server "a" is hidden by permissions.deny in ${file}. To fix: take it out of that deny list if it should be used.`,
+    );
+    await expect(c.callTool('mcp__a__pid')).rejects.toMatchObject({ code: 'unknown_tool', message: expect.stringContaining('is hidden by permissions.deny') });
+    expect(row(c, 'a').skippedTools).toContainEqual(expect.objectContaining({ rawName: 'env', reason: `hidden by permissions.deny in ${file}` }));
+  });
 });
