@@ -26,6 +26,8 @@ export interface ServerToggle {
 export interface WorkspaceState {
   version: 1;
   servers: Record<string, ServerToggle>;
+  /** Registered tool names the user answered "always allow" for (`permissions.ask`). */
+  alwaysAllow?: string[];
 }
 
 /** `$XDG_STATE_HOME/mcp-reconciler/workspaces/<workspace hash>.json` (`~/.local/state/…`); pass the root's real path. */
@@ -58,6 +60,7 @@ function parseState(text: string): WorkspaceState {
     if (isNames(t.disabledTools) && t.disabledTools.length > 0) toggle.disabledTools = [...new Set(t.disabledTools)];
     if (toggle.disabled || toggle.disabledTools) setOwn(out.servers, name, toggle);
   }
+  if (isPlainObject(raw) && isNames(raw.alwaysAllow) && raw.alwaysAllow.length > 0) out.alwaysAllow = [...new Set(raw.alwaysAllow)].sort();
   return out;
 }
 
@@ -87,16 +90,31 @@ export class WorkspaceStateFile {
 
   /** Change one server's toggle under the file's lock; an empty toggle removes the server's record. */
   async update(server: string, change: (current: ServerToggle) => ServerToggle): Promise<ServerToggle> {
+    return this.write((state) => {
+      const next = normalise(change({ ...(getOwn(state.servers, server) ?? {}) }));
+      if (next.disabled || next.disabledTools) setOwn(state.servers, server, next);
+      else delete state.servers[server];
+      return next;
+    });
+  }
+
+  /** Remember "always allow" for registered tool `tool`. */
+  async allowAlways(tool: string): Promise<void> {
+    await this.write((state) => {
+      state.alwaysAllow = [...new Set([...(state.alwaysAllow ?? []), tool])].sort();
+    });
+  }
+
+  /** Read, change and write the file under its lock. */
+  private async write<T>(change: (state: WorkspaceState) => T): Promise<T> {
     try {
       await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
       return await withFileLock(`${this.path}.lock`, async () => {
         const { state, problem } = await this.read();
         if (problem) throw new McpReconcilerError(ErrorCode.ConfigWrite, problem, { hint: 'fix the file as said, then run this again', details: { file: this.path } });
-        const next = normalise(change({ ...(getOwn(state.servers, server) ?? {}) }));
-        if (next.disabled || next.disabledTools) setOwn(state.servers, server, next);
-        else delete state.servers[server];
+        const result = change(state);
         await writeFileAtomic(this.path, `${JSON.stringify(state, null, 2)}\n`, { durable: true });
-        return next;
+        return result;
       });
     } catch (err) {
       if (err instanceof McpReconcilerError && err.code === ErrorCode.ConfigWrite) throw err;

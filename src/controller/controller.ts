@@ -34,6 +34,7 @@ import { Semaphore } from './semaphore.js';
 import { StatusView } from './status.js';
 import { Switches, type SetEnabledOptions, type SetEnabledResult } from './switches.js';
 import { profileNames } from './profiles.js';
+import { ToolPolicy } from './tool-policy.js';
 import type {
   CallToolOptions,
   Logger,
@@ -91,6 +92,8 @@ export class McpController {
   private readonly state: DesiredState;
   /** Servers and tools switched on and off (setEnabled), laid over the config read. */
   private readonly switches: Switches;
+  /** `permissions.ask` / `allow` at call time. */
+  private readonly policy: ToolPolicy;
   private root: string;
   private watcher: ConfigWatcher | undefined;
   /** Each server's stderr, log messages and supervisor lines (server-logs.ts); created by `start()`. */
@@ -154,6 +157,7 @@ export class McpController {
       sources: () => this.reader.sources,
       warn: (message) => this.logger.warn(message),
     });
+    this.policy = new ToolPolicy({ settings: () => this.switches.settings, stateFile: () => this.switches.stateFile(), handler: options.onToolApproval });
     this.state = new DesiredState(
       {
         overlay: (desired, settings) => this.switches.overlay(desired, settings),
@@ -606,6 +610,8 @@ export class McpController {
    */
   async callTool(name: string, args: Record<string, unknown> = {}, opts: CallToolOptions = {}): Promise<CallToolResult> {
     this.assertLive();
+    const tool = this.registry.getTool(name);
+    if (tool) await this.policy.check(tool, args);
     this.usage.record(name);
     return this.calls.callTool(name, args, opts);
   }

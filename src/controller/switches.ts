@@ -80,6 +80,7 @@ export class Switches {
   private profileOff = new Map<string, Origin>();
   private profileTools = new Map<string, { patterns: string[]; origin: Origin }>();
   private knownProfiles: string[] = [];
+  private lastSettings: readonly ScopedSettings[] = [];
   /** Raw-name patterns `permissions.deny` hides, per server, with the files that say so. */
   private denied = new Map<string, { patterns: string[]; origin: Origin }>();
 
@@ -95,6 +96,16 @@ export class Switches {
   /** Use profile `name` from the next overlay on (`undefined`: none). */
   setProfile(name: string | undefined): void {
     this.profile = name;
+  }
+
+  /** The settings of the last overlay (permissions, profiles). */
+  get settings(): readonly ScopedSettings[] {
+    return this.lastSettings;
+  }
+
+  /** The workspace state file, when switches are kept in one. */
+  stateFile(): WorkspaceStateFile | undefined {
+    return this.file();
   }
 
   /** The profile names the settings defined at the last overlay. */
@@ -159,6 +170,7 @@ export class Switches {
     const toolsDisabledBy = new Map<string, Map<string, Origin>>();
     const out: Record<string, DesiredServer> = {};
     this.knownProfiles = profileNames(settings);
+    this.lastSettings = settings;
     const profile = this.profile === undefined ? undefined : findProfile(settings, this.profile);
     // A profile no file defines keeps nothing: it can only ever narrow.
     const profileOrigin = this.profile === undefined ? undefined : profile ? `profile "${this.profile}" (${profile.file})` : `profile "${this.profile}", which no settings file defines`;

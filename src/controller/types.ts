@@ -13,6 +13,7 @@ import type { AuthorizationGrantHandler } from '../auth/cross-app-access.js';
 import type { TokenStore } from '../auth/token-store.js';
 import type { Root } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolExposure } from '../search/exposure.js';
+import type { ToolApprovalHandler } from './tool-policy.js';
 
 import type { PublicStatus, Reason, ServerStateName } from '../../machines/reason.js';
 
@@ -189,6 +190,13 @@ export interface McpControllerOptions {
    * `false` keeps them for this controller's life only.
    */
   workspaceStateFile?: string | false;
+  /**
+   * Asked before each call of a tool that a settings file's `permissions.ask`
+   * matches (and no `permissions.allow`, nor the `readOnlyHint` rule, lets
+   * through): answer `allow` (this call), `always` (remembered for this
+   * workspace) or `deny`. Without it such calls fail with `tool_denied`.
+   */
+  onToolApproval?: ToolApprovalHandler;
   /**
    * Use this profile of the settings files (`profiles: { NAME: { servers,
    * tools } }`, docs/profiles.md): servers it leaves out rest in `disabled`,

@@ -5,6 +5,8 @@
  * profile and its file; tools it leaves out are not registered; it never
  * lets in a server gating keeps out. Real fixture servers over stdio.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stdioFixtureConfig } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
@@ -79,5 +81,37 @@ describe('profiles', () => {
     );
     await expect(c.callTool('mcp__a__pid')).rejects.toMatchObject({ code: 'unknown_tool', message: expect.stringContaining('is hidden by permissions.deny') });
     expect(row(c, 'a').skippedTools).toContainEqual(expect.objectContaining({ rawName: 'env', reason: `hidden by permissions.deny in ${file}` }));
+  });
+
+  it('permissions.ask holds a call for onToolApproval; allow lets through; "always" is remembered for the workspace; without a hook the call is refused', async () => {
+    const ws = h.workspace();
+    const file = ws.writeUserSettings({ mcpServers: { a: stdioFixtureConfig('basic-server') }, permissions: { ask: ['mcp__a__*'], allow: ['mcp__a__add'] } });
+    const state = join(ws.root, 'state.json');
+    const asked: string[] = [];
+    const answers = ['deny', 'always'] as const;
+    const c = h.controller(ws, {
+      workspaceStateFile: state,
+      onToolApproval: (req) => {
+        asked.push(`${req.tool} ${req.askedBy} ${JSON.stringify(req.arguments)}`);
+        return answers[asked.length - 1] ?? 'deny';
+      },
+    });
+    await c.start();
+    expect((await c.callTool('mcp__a__add', { a: 1, b: 1 })).structuredContent).toEqual({ sum: 2 });
+    expect(asked).toEqual([]);
+    await expect(c.callTool('mcp__a__echo', { text: 'no' })).rejects.toMatchObject({ code: 'tool_denied', message: `Tool mcp__a__echo was not approved (permissions.ask in ${file})` });
+    expect((await c.callTool('mcp__a__echo', { text: 'yes' })).content).toEqual([{ type: 'text', text: 'yes' }]);
+    expect((await c.callTool('mcp__a__echo', { text: 'again' })).content).toEqual([{ type: 'text', text: 'again' }]);
+    expect(asked).toEqual([`mcp__a__echo permissions.ask in ${file} {"text":"no"}`, `mcp__a__echo permissions.ask in ${file} {"text":"yes"}`]);
+    expect(JSON.parse(readFileSync(state, 'utf8')).alwaysAllow).toEqual(['mcp__a__echo']);
+
+    // Another controller of the workspace remembers "always"; one without a hook cannot ask.
+    const next = h.controller(ws, { workspaceStateFile: state });
+    await next.start();
+    expect((await next.callTool('mcp__a__echo', { text: 'remembered' })).content).toEqual([{ type: 'text', text: 'remembered' }]);
+    await expect(next.callTool('mcp__a__pid')).rejects.toMatchObject({
+      code: 'tool_denied',
+      message: `Tool mcp__a__pid needs your approval before each call (permissions.ask in ${file}), and this host cannot ask`,
+    });
   });
 });
