@@ -1,6 +1,6 @@
 /**
  * `enable` / `disable` written into a host's own config file, in the field
- * that host reads (docs/enable-disable.md): `"disabled": true` (Cline, Roo,
+ * that host reads (docs/manage.md): `"disabled": true` (Cline, Roo,
  * Windsurf, ours), `enabled = false` / `"enabled": false` (Codex, opencode,
  * Zed), and tool lists `disabledTools` (Roo, Windsurf), `disabled_tools`
  * (Codex), `excludeTools` (Gemini, Qwen, ours). The same minimal-edit writers

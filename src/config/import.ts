@@ -1,6 +1,6 @@
 /**
  * `import --from HOST [--to HOST]`: copy servers from one host's config
- * files into another's, with the writers `add` uses (docs/import.md). Each
+ * files into another's, with the writers `add` uses (docs/manage.md). Each
  * entry is read the way its host reads it but not expanded, so `${VAR}`
  * stays `${VAR}`; what the target host cannot express (a `headersHelper`
  * into Claude Desktop, a remote server into Claude Desktop, SSE into Zed) is

@@ -778,7 +778,7 @@ export class McpController {
 
   /**
    * Switch a server, or some of its tools (`tools`: raw or registered
-   * names), on or off, now and persisted (docs/enable-disable.md): in the
+   * names), on or off, now and persisted (docs/manage.md): in the
    * host's own field where its file has one (`disabled`, `enabled: false`,
    * `disabledTools`, `excludeTools`…), else in the workspace state file;
    * `persist: false` keeps it for this controller's life only. A running
@@ -798,7 +798,7 @@ export class McpController {
   }
 
   /**
-   * Use profile `name` (`undefined`: none) from now on (docs/profiles.md):
+   * Use profile `name` (`undefined`: none) from now on (docs/manage.md):
    * servers it leaves out stop and rest in `disabled`, tools it leaves out
    * leave the registry (a gateway sends `list_changed`). Throws `usage`
    * naming the defined profiles when no settings file defines `name`.

@@ -1,5 +1,5 @@
 /**
- * Profiles (docs/profiles.md): named sets of servers and tools in the
+ * Profiles (docs/manage.md): named sets of servers and tools in the
  * settings files, `profiles: { research: { servers: […], tools: […] } }`.
  * The profile in use only narrows: a server it leaves out is switched off
  * (state `disabled`, `why` naming the profile and its file), and a server it

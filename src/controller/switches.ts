@@ -1,6 +1,6 @@
 /**
  * `setEnabled`: servers and tools switched on and off at runtime and
- * persisted (docs/enable-disable.md). A switch lives in the host's own field
+ * persisted (docs/manage.md). A switch lives in the host's own field
  * where its file has one (config/enablement.ts), else in the workspace state
  * file, or for this controller's life only. The config read is overlaid with
  * the state file's and the session's switches before anything is compared,
@@ -74,7 +74,7 @@ export class Switches {
   private disabledBy = new Map<string, Origin>();
   private toolsDisabledBy = new Map<string, Map<string, Origin>>();
   private lastProblem: string | undefined;
-  /** The profile in use, if any (docs/profiles.md). */
+  /** The profile in use, if any (docs/manage.md). */
   private profile: string | undefined;
   /** Servers the profile leaves out, and the raw-name patterns it keeps of the others. */
   private profileOff = new Map<string, Origin>();

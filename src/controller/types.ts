@@ -185,7 +185,7 @@ export interface McpControllerOptions {
   logMaxBytes?: number;
   /**
    * The workspace state file: the `enable` / `disable` switches of servers
-   * whose host file has no field for them (docs/enable-disable.md). Default
+   * whose host file has no field for them (docs/manage.md). Default
    * `$XDG_STATE_HOME/mcp-reconciler/workspaces/<hash of the real root>.json`;
    * `false` keeps them for this controller's life only.
    */
@@ -199,7 +199,7 @@ export interface McpControllerOptions {
   onToolApproval?: ToolApprovalHandler;
   /**
    * Use this profile of the settings files (`profiles: { NAME: { servers,
-   * tools } }`, docs/profiles.md): servers it leaves out rest in `disabled`,
+   * tools } }`, docs/manage.md): servers it leaves out rest in `disabled`,
    * tools it leaves out are not registered. It only narrows what gating
    * allows; a name no file defines keeps nothing. Change it with `setProfile()`.
    */

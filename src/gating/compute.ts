@@ -7,7 +7,7 @@ import { setOwn } from '../util/own.js';
 export interface SourceSettings {
   allowed?: string[];
   excluded?: string[];
-  /** Named sets of servers and tools (docs/profiles.md): a profile in use narrows what gating allows. */
+  /** Named sets of servers and tools (docs/manage.md): a profile in use narrows what gating allows. */
   profiles?: Record<string, ProfileDefinition>;
   /** Tool permissions (docs/manage.md): `deny` globs over registered names hide those tools. */
   permissions?: ToolPermissions;
