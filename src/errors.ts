@@ -31,6 +31,8 @@ export const ErrorCode = {
   OutputContract: 'output_contract',
   /** The controller was disposed. */
   Disposed: 'disposed',
+  /** A tool call that `permissions.ask` holds for approval was not approved. */
+  ToolDenied: 'tool_denied',
   /** No running `watch` of the workspace took a request sent to it (CLI `reconnect`, `approve --session`). */
   NoWatch: 'no_watch',
 } as const;

@@ -53,6 +53,11 @@ export {
   type EditTarget,
   type ServerSpec,
 } from './config/edit.js';
+export type { SetEnabledOptions, SetEnabledResult } from './controller/switches.js';
+export { READ_ONLY_RULE, type ToolApprovalAnswer, type ToolApprovalHandler, type ToolApprovalRequest } from './controller/tool-policy.js';
+export { HOST_SWITCHES, type HostSwitches } from './config/enablement.js';
+export { importServers, type ImportOptions, type ImportedServer } from './config/import.js';
+export { defaultWorkspaceStatePath } from './config/workspace-state.js';
 export type { ConfigSource, ConfigIssue } from './config/sources.js';
 export type { InputResolver, InputSpec } from './config/load.js';
 export { FORMAT_NAMES, type FormatName } from './config/formats.js';

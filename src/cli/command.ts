@@ -37,6 +37,8 @@ export interface GlobalOptions {
   inputsPath?: string;
   /** `--allowed-mcp-server-names`; `undefined` when not given. */
   cliAllowedServerNames?: string[];
+  /** `--profile`: the settings profile in use. */
+  profile?: string;
   json: boolean;
   /** The user's home directory (from the env, for presets). */
   home: string;

@@ -35,6 +35,7 @@ export function controllerOptionsFor(ctx: CliContext, extra: Partial<McpControll
     // Remembered answers only: questions are asked before the controller starts (askForInputs).
     resolveInput: cliInputResolver(g, io, { prompt: false }),
     ...(g.cliAllowedServerNames ? { cliAllowedServerNames: g.cliAllowedServerNames } : {}),
+    ...(g.profile !== undefined ? { profile: g.profile } : {}),
     ...(concurrency !== undefined ? { connectConcurrency: concurrency } : {}),
     logger: {
       warn: (m) => debug && io.stderr.write(`warn: ${m}\n`),

@@ -26,6 +26,7 @@ export const GLOBAL_OPTIONS = {
   approvals: { type: 'string', value: 'FILE', help: 'approvals store (default: $MCP_RECONCILER_APPROVALS or ~/.config/mcp-reconciler/approvals.json)' },
   inputs: { type: 'string', value: 'FILE', help: 'remembered ${input:…} answers (default: $MCP_RECONCILER_INPUTS or ~/.config/mcp-reconciler/inputs.json)' },
   'allowed-mcp-server-names': { type: 'string', value: 'a,b', multiple: true, help: 'only these servers may connect (upper bound)' },
+  profile: { type: 'string', value: 'NAME', help: 'use this profile of the settings files (its servers and tools only)' },
   json: { type: 'boolean', help: 'machine-readable output' },
   help: { type: 'boolean', short: 'h', help: 'show help' },
   version: { type: 'boolean', short: 'v', help: 'show the version' },
@@ -129,6 +130,7 @@ function resolveGlobal(values: OptionValues, io: CliIo): GlobalOptions {
     approvalsPath: approvals ? resolve(io.cwd, approvals) : defaultApprovalsPath(io.env),
     inputsPath: inputs ? resolve(io.cwd, inputs) : defaultInputsPath(io.env),
     cliAllowedServerNames: allowed,
+    ...((profile) => (profile !== undefined ? { profile } : {}))(strings(values.profile)[0]),
     json: values.json === true,
     home: io.env.HOME || io.env.USERPROFILE || homedir(),
   };

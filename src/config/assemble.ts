@@ -50,12 +50,17 @@ export function assemble(sources: readonly LoadedSource[], extra: ExtraServers =
       // setOwn: a server may be called `__proto__` (plain assignment would drop it).
       setOwn(desired, name, entry(name, loaded.source.scope, loaded.source.path, config));
     }
-    const { allowed, excluded } = loaded.settings;
-    if (allowed !== undefined || excluded !== undefined) {
+    const { allowed, excluded, profiles, permissions } = loaded.settings;
+    if (allowed !== undefined || excluded !== undefined || profiles !== undefined || permissions !== undefined) {
       scopedSettings.push({
         scope: loaded.source.scope,
         source: loaded.source.path,
-        settings: { ...(allowed === undefined ? {} : { allowed: [...allowed] }), ...(excluded === undefined ? {} : { excluded: [...excluded] }) },
+        settings: {
+          ...(allowed === undefined ? {} : { allowed: [...allowed] }),
+          ...(excluded === undefined ? {} : { excluded: [...excluded] }),
+          ...(profiles === undefined ? {} : { profiles }),
+          ...(permissions === undefined ? {} : { permissions }),
+        },
       });
     }
   }

@@ -34,6 +34,27 @@ function fileSchema() {
           excluded: names.optional().describe('These servers must not connect.'),
         })
         .optional(),
+      profiles: z
+        .record(
+          z.string(),
+          z
+            .object({
+              servers: names.optional().describe('Servers this profile keeps ("*" matches any run of characters); absent keeps all.'),
+              tools: names.optional().describe('Registered tool names this profile keeps, e.g. "mcp__github__*"; absent keeps all tools of its servers.'),
+            })
+            .strict(),
+        )
+        .optional()
+        .describe('Named sets of servers and tools; `--profile NAME` / `setProfile()` uses one, which only narrows what gating allows.'),
+      permissions: z
+        .object({
+          allow: names.optional().describe('Registered tool names ("*" matches anything) that run without asking.'),
+          ask: names.optional().describe('Registered tool names that ask before each call.'),
+          deny: names.optional().describe('Registered tool names that are hidden: never registered, never callable.'),
+        })
+        .strict()
+        .optional()
+        .describe('Per-tool policy over registered names (mcp__<server>__<tool>); every file\'s deny list applies.'),
       'mcp.allowed': names.optional(),
       'mcp.excluded': names.optional(),
     })

@@ -13,7 +13,7 @@ import { formatFieldPath } from './field-path.js';
 import { isYamlPath, type ConfigIssue, type ConfigSource } from './sources.js';
 
 /** Gating settings as written in one file (SPEC §2.3); `allowed: []` is kept (deny all). */export type { ScopedSettings, SourceSettings } from '../gating/compute.js';
-import type { SourceSettings } from '../gating/compute.js';
+import type { ProfileDefinition, SourceSettings, ToolPermissions } from '../gating/compute.js';
 import { isPlainObject } from '../util/persist.js';
 
 /** One source file after parse, validation and expansion. */
@@ -76,7 +76,55 @@ function readSettings(root: Record<string, unknown>, doc: ParsedText, atPath: re
       code: ErrorCode.ConfigInvalid,
     });
   }
+  const profiles = readProfiles(root.profiles, (path, message) => {
+    const pos = doc.locate([...atPath, 'profiles', ...path]);
+    issues.push({ file, line: pos?.line, column: pos?.column, field: ['profiles', ...path].join('.'), message, code: ErrorCode.ConfigInvalid });
+  });
+  if (profiles !== undefined) settings.profiles = profiles;
+  const permissions = root.permissions;
+  if (isPlainObject(permissions)) {
+    const out: ToolPermissions = {};
+    for (const key of ['allow', 'ask', 'deny'] as const) {
+      const v = permissions[key];
+      if (v === undefined || v === null) continue;
+      if (Array.isArray(v) && v.every((x) => typeof x === 'string')) out[key] = [...v];
+      else {
+        const pos = doc.locate([...atPath, 'permissions', key]);
+        issues.push({ file, line: pos?.line, column: pos?.column, field: `permissions.${key}`, message: 'must be a list of tool names (mcp__<server>__<tool>, "*" matching anything); ignored', code: ErrorCode.ConfigInvalid });
+      }
+    }
+    settings.permissions = out;
+  }
   return settings;
+}
+
+/** `profiles` as written in a settings file; a malformed profile is reported and left out, the others stay. */
+function readProfiles(raw: unknown, problem: (path: string[], message: string) => void): Record<string, ProfileDefinition> | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (!isPlainObject(raw)) {
+    problem([], 'must be an object of profiles, e.g. { "research": { "servers": ["search"], "tools": ["mcp__search__*"] } }; ignored');
+    return undefined;
+  }
+  const out: Record<string, ProfileDefinition> = {};
+  for (const [name, def] of Object.entries(raw)) {
+    if (!isPlainObject(def)) {
+      problem([name], 'must be an object with "servers" and/or "tools" lists; this profile is ignored');
+      continue;
+    }
+    const profile: ProfileDefinition = {};
+    let ok = true;
+    for (const key of ['servers', 'tools'] as const) {
+      const v = def[key];
+      if (v === undefined || v === null) continue;
+      if (Array.isArray(v) && v.every((x) => typeof x === 'string')) profile[key] = [...v];
+      else {
+        problem([name, key], `must be a list of ${key === 'servers' ? 'server names' : 'tool names (mcp__<server>__<tool>)'}, "*" matching anything; this profile is ignored`);
+        ok = false;
+      }
+    }
+    if (ok) setOwn(out, name, profile);
+  }
+  return out;
 }
 
 /** A VS Code `inputs` declaration, or a host variable, as passed to `resolveInput`. */

@@ -35,6 +35,9 @@ import { Semaphore } from './semaphore.js';
 import { StatusView } from './status.js';
 import { Transitions } from './transitions.js';
 import { Workspace } from './workspace.js';
+import { Switches, type SetEnabledOptions, type SetEnabledResult } from './switches.js';
+import { profileNames } from './profiles.js';
+import { ToolPolicy } from './tool-policy.js';
 import type {
   CallToolOptions,
   Logger,
@@ -82,6 +85,10 @@ export class McpController {
   private readonly transitions: Transitions;
   /** The config → machines side: desired map, gating, runtime servers. */
   private readonly state: DesiredState;
+  /** Servers and tools switched on and off (setEnabled), laid over the config read. */
+  private readonly switches: Switches;
+  /** `permissions.ask` / `allow` at call time. */
+  private readonly policy: ToolPolicy;
   private started: Promise<void> | undefined;
   private disposing: Promise<void> | undefined;
   /** OAuth of the remote servers (docs/oauth.md) and the wake-ups it causes. */
@@ -138,7 +145,16 @@ export class McpController {
     });
     this.ws = ws;
     this.auth = new AuthHooks(ws);
-    this.state = new DesiredState(ws, this.auth);
+    this.switches = new Switches({
+      root: () => ws.root,
+      env,
+      stateFile: options.workspaceStateFile,
+      profile: options.profile,
+      sources: () => ws.reader.sources,
+      warn: (message) => logger.warn(message),
+    });
+    this.policy = new ToolPolicy({ settings: () => this.switches.settings, stateFile: () => this.switches.stateFile(), handler: options.onToolApproval });
+    this.state = new DesiredState(ws, this.auth, (desired, settings) => this.switches.overlay(desired, settings));
     // The reload path goes straight from the coalescer to the desired state (docs/architecture.md).
     this.coalescer = new ReloadCoalescer(this.state.reconcile.bind(this.state));
     const connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
@@ -177,7 +193,14 @@ export class McpController {
       input: { desired: {}, gating: { excluded: [], trusted: true, approvals: {} }, backoff: options.backoff, lifecycle, systemIds: true },
       inspect: this.transitions.observe.bind(this.transitions),
     });
-    this.view = new StatusView(ws, this.connections, (name, entry) => this.definitions.drift(name, entry.fingerprint));
+    this.view = new StatusView(ws, this.connections, {
+      toolDrift: (name, entry) => this.definitions.drift(name, entry.fingerprint),
+      disabledBy: (server) => this.switches.serverOrigin(server),
+      toolDisabledBy: (server, tool) => this.switches.toolOrigin(server, tool),
+      profileOf: (server) => this.switches.serverProfile(server),
+      toolProfileOrigin: (server, tool) => this.switches.profileToolOrigin(server, tool),
+      toolDeniedBy: (server, tool) => this.switches.deniedOrigin(server, tool),
+    });
     ws.attach(this.actor, () => this.view.rows());
     this.calls = new Calls(ws, this.connections, this.view, connectTimeoutMs);
   }
@@ -251,7 +274,9 @@ export class McpController {
       const storePath = this.ws.decisions.store.path;
       // The token store too: tokens stored by `mcp-reconciler auth` in another terminal wake servers in needs_auth.
       const tokenPath = this.auth.store.path;
-      this.ws.storePaths = [...(storePath ? [storePath] : []), ...(tokenPath ? [tokenPath] : [])];
+      // The workspace state file too: `mcp-reconciler disable` in another terminal applies at once.
+      const switchesPath = this.switches.path;
+      this.ws.storePaths = [...(storePath ? [storePath] : []), ...(tokenPath ? [tokenPath] : []), ...(switchesPath ? [switchesPath] : [])];
       const watcher = watchConfigFiles({
         files: [...this.ws.reader.sources.map((s) => s.path), ...this.ws.storePaths],
         debounceMs: this.options.debounceMs ?? 300,
@@ -511,6 +536,8 @@ export class McpController {
    */
   async callTool(name: string, args: Record<string, unknown> = {}, opts: CallToolOptions = {}): Promise<CallToolResult> {
     this.assertLive();
+    const tool = this.ws.registry.getTool(name);
+    if (tool) await this.policy.check(tool, args);
     this.usage.record(name);
     return this.calls.callTool(name, args, opts);
   }
@@ -694,6 +721,55 @@ export class McpController {
     this.assertLive();
     this.state.removeRuntimeServer(name);
     if (this.started) await this.coalescer.request();
+  }
+
+  /**
+   * Switch a server, or some of its tools (`tools`: raw or registered
+   * names), on or off, now and persisted (docs/manage.md): in the
+   * host's own field where its file has one (`disabled`, `enabled: false`,
+   * `disabledTools`, `excludeTools`…), else in the workspace state file;
+   * `persist: false` keeps it for this controller's life only. A running
+   * controller applies it at once: a disabled server disconnects and rests in
+   * `disabled`, a disabled tool leaves the registry (`tools-changed`, so a
+   * gateway sends `list_changed`). Throws `unknown_server` for a name not in
+   * the config. Before `start()` it only writes.
+   */
+  async setEnabled(server: string, on: boolean, options: SetEnabledOptions = {}): Promise<SetEnabledResult> {
+    this.assertLive();
+    const entry = await this.decisionEntry(server);
+    const tools = options.tools?.map((t) => this.ws.registry.getTool(t)?.rawName ?? t);
+    const result = await this.switches.set(entry, on, { ...options, ...(tools ? { tools } : {}) });
+    if (this.started) await this.coalescer.request();
+    else await this.state.refresh();
+    return result;
+  }
+
+  /**
+   * Use profile `name` (`undefined`: none) from now on (docs/manage.md):
+   * servers it leaves out stop and rest in `disabled`, tools it leaves out
+   * leave the registry (a gateway sends `list_changed`). Throws `usage`
+   * naming the defined profiles when no settings file defines `name`.
+   */
+  async setProfile(name: string | undefined): Promise<void> {
+    this.assertLive();
+    if (name !== undefined) {
+      const { settings } = await this.state.read();
+      const known = profileNames(settings);
+      if (!known.includes(name)) {
+        throw new McpReconcilerError(ErrorCode.Usage, `no profile named "${name}" is defined`, {
+          hint: known.length ? `defined profiles: ${known.join(', ')}` : 'define one under "profiles" in a settings file, e.g. { "profiles": { "research": { "servers": ["search"] } } }',
+          details: { profile: name },
+        });
+      }
+    }
+    this.switches.setProfile(name);
+    if (this.started) await this.coalescer.request();
+    else await this.state.refresh();
+  }
+
+  /** The profile in use, if any. */
+  get profile(): string | undefined {
+    return this.switches.activeProfile;
   }
 
   /** Subscribe to an event (SPEC §9); returns the unsubscribe function. Listeners that throw are isolated. */

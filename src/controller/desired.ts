@@ -13,6 +13,9 @@ import type { AuthHooks } from './auth.js';
 import type { Workspace } from './workspace.js';
 import { getOwn, setOwn } from '../util/own.js';
 
+/** The enable/disable switches and profile laid over what the files say (switches.ts). */
+export type DesiredOverlay = (desired: DesiredMap, settings: readonly ScopedSettings[]) => Promise<DesiredMap>;
+
 /** What the reconciler was last sent: its desired map and gating. */
 export interface ReconcilerLevels {
   desired: DesiredMap;
@@ -87,6 +90,8 @@ export class DesiredState {
   constructor(
     private readonly ws: Workspace,
     private readonly auth: AuthHooks,
+    /** Switches and profile over the files' desired map (switches.ts); none: the files alone. */
+    private readonly overlay?: DesiredOverlay,
   ) {
     const { options } = ws;
     for (const [name, instance] of Object.entries(options.sdkServers ?? {})) setOwn(this.sdkServers, name, { type: 'sdk', instance });
@@ -101,7 +106,8 @@ export class DesiredState {
   /** Read every source now: the desired map, per-source settings (merged by computeGating under the reconcile's trust, SPEC §2.3) and issues. */
   async read(): Promise<{ desired: DesiredMap; settings: ScopedSettings[]; issues: ConfigIssue[]; watchPaths: string[] }> {
     const { assembled, watchPaths } = await this.ws.reader.read({ runtime: this.runtimeServers, sdk: this.sdkServers });
-    return { desired: assembled.desired, settings: assembled.scopedSettings, issues: assembled.issues, watchPaths };
+    const desired = this.overlay ? await this.overlay(assembled.desired, assembled.scopedSettings) : assembled.desired;
+    return { desired, settings: assembled.scopedSettings, issues: assembled.issues, watchPaths };
   }
 
   /** One level-based reconcile: read everything, send the machines the difference. */

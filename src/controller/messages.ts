@@ -12,6 +12,10 @@ export interface ReasonDetail {
   excludedBy?: readonly string[];
   source?: string;
   line?: number;
+  /** Who switched a `disabled` server off: its config file, `mcp-reconciler disable` (the state file), this session. */
+  disabledBy?: string;
+  /** The profile in use that leaves a `disabled` server out. */
+  profile?: string;
 }
 
 function fileList(files: readonly string[]): string {
@@ -45,7 +49,10 @@ export function fixFor(reason: Reason, server: string, cli = 'mcp-reconciler', d
     case 'not_allowed':
       return `add ${json} to \`mcp.allowed\` in your settings (and to --allowed-mcp-server-names if the host was started with it)`;
     case 'disabled':
-      return `set \`"disabled": false\` (or remove the key) in its config entry`;
+      if (detail.profile !== undefined && detail.disabledBy?.startsWith('profile ')) {
+        return `add ${json} to the "servers" of profile ${JSON.stringify(detail.profile)}, or use another profile (--profile NAME; setProfile() in the library)`;
+      }
+      return `enable it with \`${cli} enable ${arg}\``;
     case 'untrusted':
       return 'trust this folder in the host; servers from project and workspace files never start in an untrusted folder';
     case 'reconnecting':
@@ -75,7 +82,7 @@ export function describeReason(reason: Reason, detail: ReasonDetail = {}): strin
     case 'not_allowed':
       return 'is not in the allowed server list';
     case 'disabled':
-      return 'is disabled in its config';
+      return detail.disabledBy ? `is disabled by ${detail.disabledBy}` : 'is disabled in its config';
     case 'untrusted':
       return 'comes from a project/workspace file of an untrusted folder';
     case 'reconnecting':
@@ -91,4 +98,14 @@ export function describeReason(reason: Reason, detail: ReasonDetail = {}): strin
     case 'config_invalid':
       return `is not started: its entry in ${entryAt(detail)} is invalid`;
   }
+}
+
+/** What `why` says of a server or tool switched off: "is disabled by <origin>". */
+export function disabledSentence(origin: string): string {
+  return `is disabled by ${origin}`;
+}
+
+/** The fix for a server or tool switched off. */
+export function enableFix(server: string, tool?: string, cli = 'mcp-reconciler'): string {
+  return `enable it with \`${cli} enable ${shellQuote(server)}${tool ? ` --tool ${shellQuote(tool)}` : ''}\``;
 }

@@ -5,11 +5,28 @@ import { getOwn } from '../util/own.js';
 import type { ToolDrift } from '../approvals/tool-definitions.js';
 import { transportOf } from '../config/identity.js';
 import { registeredToolName, sanitiseNamePart } from '../registry/naming.js';
+import type { SkippedTool } from '../registry/registry.js';
 import { defineLazyTokens } from '../registry/tokens.js';
 import type { Connections } from './connections.js';
-import { describeReason, fixFor, type ReasonDetail } from './messages.js';
+import { describeReason, disabledSentence, enableFix, fixFor, type ReasonDetail } from './messages.js';
 import type { Reason, ServerStateName, ServerStatus } from './types.js';
 import type { Workspace } from './workspace.js';
+
+/** Where the status view learns who narrowed what, beyond the actors and the config (all optional). */
+export interface StatusOrigins {
+  /** How a server's tool definitions drifted from the accepted ones (docs/tool-definitions.md). */
+  toolDrift?(name: string, entry: DesiredServer): ToolDrift | undefined;
+  /** Who switched a server off (its file, `mcp-reconciler disable`, the session), when it is. */
+  disabledBy?(server: string): string | undefined;
+  /** Who switched raw tool `tool` of `server` off, when it is. */
+  toolDisabledBy?(server: string, tool: string): string | undefined;
+  /** The profile in use that leaves `server` out, when one does. */
+  profileOf?(server: string): string | undefined;
+  /** The profile in use that leaves raw tool `tool` of `server` out: `profile "x" (file)`. */
+  toolProfileOrigin?(server: string, tool: string): string | undefined;
+  /** The `permissions.deny` that hides raw tool `tool` of `server`: `permissions.deny in <file>`. */
+  toolDeniedBy?(server: string, tool: string): string | undefined;
+}
 
 /** A config entry the config layer refused: no actor, but a row and a reason (`config_invalid`). */
 interface RefusedEntry {
@@ -29,8 +46,7 @@ export class StatusView {
   constructor(
     private readonly ws: Workspace,
     private readonly connections: Connections,
-    /** How a server's tool definitions drifted from the accepted ones (docs/tool-definitions.md). */
-    private readonly toolDrift?: (name: string, entry: DesiredServer) => ToolDrift | undefined,
+    private readonly origins: StatusOrigins = {},
   ) {}
 
   /** Servers removed from the config (SPEC §3.1), from the reconciler's context. */
@@ -69,7 +85,10 @@ export class StatusView {
     if (refused) return { source: refused.file, ...(refused.line !== undefined ? { line: refused.line } : {}) };
     const excludedBy = this.ws.gating?.excludedBy;
     const files = excludedBy && Object.hasOwn(excludedBy, name) ? excludedBy[name] : undefined;
-    return files?.length ? { excludedBy: files } : {};
+    if (files?.length) return { excludedBy: files };
+    const disabledBy = this.origins.disabledBy?.(name);
+    const profile = this.origins.profileOf?.(name);
+    return { ...(disabledBy ? { disabledBy } : {}), ...(profile ? { profile } : {}) };
   }
 
   /** Per-server status, servers in name order; removed servers last seen and refused config entries are included. */
@@ -85,12 +104,14 @@ export class StatusView {
       const state = stateNameOf(snap);
       const reason = reasonOf(snap);
       const excludedBy = reason === 'excluded' ? this.detailOf(name).excludedBy : undefined;
+      const disabledBy = reason === 'disabled' ? this.origins.disabledBy?.(name) : undefined;
+      const profile = reason === 'disabled' ? this.origins.profileOf?.(name) : undefined;
       const tools = registry.toolsOf(name);
       const prompts = registry.promptsOf(name);
       const resources = registry.resources.resourcesOf(name);
       const templates = registry.resources.templatesOf(name);
       const conn = connections.get(name)?.conn;
-      const drift = this.toolDrift?.(name, ctx.entry);
+      const drift = this.origins.toolDrift?.(name, ctx.entry);
       const row = {
         name,
         scope: ctx.entry.scope,
@@ -99,11 +120,13 @@ export class StatusView {
         status: publicStatusOf(snap),
         reason,
         ...(excludedBy ? { excludedBy: [...excludedBy] } : {}),
+        ...(disabledBy ? { disabledBy } : {}),
+        ...(profile ? { profile } : {}),
         tools: tools.map((t) => t.name),
         prompts: prompts.map((p) => p.name),
         resources: resources.map((r) => r.uri),
         resourceTemplates: templates.map((t) => t.uriTemplate),
-        skippedTools: registry.skippedOf(name),
+        skippedTools: this.skippedWithOrigin(name),
         cached: [tools, prompts, resources, templates].some((list) => list.some((e) => e.cached === true)),
         lastError: ctx.lastError,
         generation: ctx.generation,
@@ -135,6 +158,18 @@ export class StatusView {
       rows.push(actorlessRow(name, { scope: undefined, source: undefined, state: 'removed', status: 'disabled', reason: 'removed', lastError: undefined }));
     }
     return rows.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** The server's unregistered tools; one switched off says who did it and how to switch it back on. */
+  private skippedWithOrigin(name: string): SkippedTool[] {
+    return this.ws.registry.skippedOf(name).map((s) => {
+      const origin = this.origins.toolDisabledBy?.(name, s.rawName);
+      if (origin) return { ...s, reason: `disabled by ${origin} (${enableFix(name, s.rawName)})` };
+      const denied = this.origins.toolDeniedBy?.(name, s.rawName);
+      if (denied) return { ...s, reason: `hidden by ${denied}` };
+      const profile = this.origins.toolProfileOrigin?.(name, s.rawName);
+      return profile ? { ...s, reason: `not kept by ${profile}` } : s;
+    });
   }
 
   /** The last error of a live server actor, from its context (the controller reports its errors there). */
@@ -195,7 +230,7 @@ export class StatusView {
         : `Tool ${toolName} is not available yet: MCP server "${server}" is still connecting.`;
     }
     const entry = getOwn(this.ws.desired, server);
-    const drift = entry ? this.toolDrift?.(server, entry) : undefined;
+    const drift = entry ? this.origins.toolDrift?.(server, entry) : undefined;
     const rawName = registered?.rawName ?? registry.skippedOf(server).find((s) => registeredToolName(server, s.rawName) === toolName)?.rawName ?? toolName.slice(`mcp__${server}__`.length);
     if (registered) {
       if (drift?.held && drift.changed.includes(rawName)) {
@@ -207,6 +242,16 @@ export class StatusView {
       return `Tool ${toolName} is held back: MCP server "${server}" added it after its tools were accepted (pinToolDefinitions). To register it: mcp-reconciler approve ${server} --tool-definitions.`;
     }
     const skipped = registry.skippedOf(server).find((s) => registeredToolName(server, s.rawName) === toolName);
+    const switchedOff = skipped ? this.origins.toolDisabledBy?.(server, skipped.rawName) : undefined;
+    if (skipped && switchedOff) {
+      return `Tool ${toolName} of MCP server "${server}" ${disabledSentence(switchedOff)}. To fix: ${enableFix(server, skipped.rawName)}.`;
+    }
+    const denied = skipped ? this.origins.toolDeniedBy?.(server, skipped.rawName) : undefined;
+    if (denied) return `Tool ${toolName} of MCP server "${server}" is hidden by ${denied}. To fix: take it out of that deny list if it should be used.`;
+    const profiled = skipped ? this.origins.toolProfileOrigin?.(server, skipped.rawName) : undefined;
+    if (profiled) {
+      return `Tool ${toolName} of MCP server "${server}" is not kept by ${profiled}. To fix: add it to that profile's "tools", or use another profile (--profile NAME; setProfile() in the library).`;
+    }
     if (skipped) return `Tool ${toolName} of MCP server "${server}" is not registered: ${skipped.reason}.`;
     const err = this.lastErrorOf(server);
     return `MCP server "${server}" is connected but does not provide ${toolName}${err ? ` (${err})` : ''}. Its tools: ${registry.toolsOf(server).map((t) => t.name).join(', ') || 'none'}.`;

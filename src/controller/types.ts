@@ -15,6 +15,7 @@ import type { AuthorizationGrantHandler } from '../auth/cross-app-access.js';
 import type { TokenStore } from '../auth/token-store.js';
 import type { Root } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolExposure } from '../search/exposure.js';
+import type { ToolApprovalHandler } from './tool-policy.js';
 
 import type { PublicStatus, Reason, ServerStateName } from '../../machines/reason.js';
 
@@ -38,6 +39,10 @@ export interface ServerStatus {
   line?: number;
   /** The files whose `mcp.excluded` lists the server (`excluded` rows). */
   excludedBy?: string[];
+  /** Who switched the server off (`disabled` rows): its config file, `` `mcp-reconciler disable` (state file) ``, this session, the profile. */
+  disabledBy?: string;
+  /** The profile in use, when it is what leaves the server out (`disabled` rows). */
+  profile?: string;
   /** Registered tool names (`mcp__<server>__<tool>`). */
   tools: string[];
   /**
@@ -191,6 +196,27 @@ export interface McpControllerOptions {
   logDir?: string | false;
   /** Cap of each server's log file before it is rotated (one rotated file is kept). Default 1 MiB. */
   logMaxBytes?: number;
+  /**
+   * The workspace state file: the `enable` / `disable` switches of servers
+   * whose host file has no field for them (docs/manage.md). Default
+   * `$XDG_STATE_HOME/mcp-reconciler/workspaces/<hash of the real root>.json`;
+   * `false` keeps them for this controller's life only.
+   */
+  workspaceStateFile?: string | false;
+  /**
+   * Asked before each call of a tool that a settings file's `permissions.ask`
+   * matches (and no `permissions.allow`, nor the `readOnlyHint` rule, lets
+   * through): answer `allow` (this call), `always` (remembered for this
+   * workspace) or `deny`. Without it such calls fail with `tool_denied`.
+   */
+  onToolApproval?: ToolApprovalHandler;
+  /**
+   * Use this profile of the settings files (`profiles: { NAME: { servers,
+   * tools } }`, docs/manage.md): servers it leaves out rest in `disabled`,
+   * tools it leaves out are not registered. It only narrows what gating
+   * allows; a name no file defines keeps nothing. Change it with `setProfile()`.
+   */
+  profile?: string;
   /**
    * Directory of the listing cache (SPEC §12): every successful listing is
    * stored there (0600, keyed by workspace and fingerprint) so the next start

@@ -52,7 +52,8 @@ export function unservedName(
   if (row?.reason) {
     // For a failure the cause is the most useful part of the answer.
     const cause = (row.reason === 'failed' || row.reason === 'needs_auth') && row.lastError ? ` (last error: ${row.lastError})` : '';
-    return `${what} ${name} is unavailable: MCP server "${server}" ${describeReason(row.reason)}${cause}. To fix: ${fixFor(row.reason, server)}.`;
+    // The row says where the reason comes from (the excluding file, who disabled it).
+    return `${what} ${name} is unavailable: MCP server "${server}" ${describeReason(row.reason, row)}${cause}. To fix: ${fixFor(row.reason, server, undefined, row)}.`;
   }
   if (row?.state === 'connecting') return `${what} ${name} is not available yet: MCP server "${server}" is still connecting. Try again in a moment.`;
   const skipped = what === 'Tool' ? row?.skippedTools.find((t) => names.nameOf(server, t.rawName) === name) : undefined;

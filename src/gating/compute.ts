@@ -7,6 +7,25 @@ import { setOwn } from '../util/own.js';
 export interface SourceSettings {
   allowed?: string[];
   excluded?: string[];
+  /** Named sets of servers and tools (docs/manage.md): a profile in use narrows what gating allows. */
+  profiles?: Record<string, ProfileDefinition>;
+  /** Tool permissions (docs/manage.md): `deny` globs over registered names hide those tools. */
+  permissions?: ToolPermissions;
+}
+
+/** Globs over registered tool names (`mcp__<server>__<tool>`, `*` any run of characters). */
+export interface ToolPermissions {
+  allow?: string[];
+  ask?: string[];
+  deny?: string[];
+}
+
+/** One profile: server names and registered tool names, `*` matching any run of characters. */
+export interface ProfileDefinition {
+  /** Servers the profile keeps; absent keeps every server. */
+  servers?: string[];
+  /** Registered tool names (`mcp__<server>__<tool>`) the profile keeps; absent keeps every tool of its servers. */
+  tools?: string[];
 }
 
 /**

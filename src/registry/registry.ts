@@ -1,4 +1,5 @@
 import deepEqual from 'fast-deep-equal';
+import { matchesAny } from '../util/glob.js';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { compareCodePoints, registeredPromptName, registeredToolName, toolPrefix } from './naming.js';
@@ -147,8 +148,9 @@ function taskSupportOf(tool: Tool): unknown {
 }
 
 function filterReason(rawName: string, filter: ToolFilter): string | undefined {
-  if (filter.includeTools !== undefined && !filter.includeTools.includes(rawName)) return 'not listed in includeTools';
-  if (filter.excludeTools?.includes(rawName)) return 'listed in excludeTools';
+  // `*` in an entry matches any run of characters (MCP tool names never contain it).
+  if (filter.includeTools !== undefined && !matchesAny(filter.includeTools, rawName)) return 'not listed in includeTools';
+  if (filter.excludeTools !== undefined && matchesAny(filter.excludeTools, rawName)) return 'listed in excludeTools';
   return undefined;
 }
 

@@ -6,6 +6,7 @@ import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js'
 import { withController } from '../controller-session.js';
 import { terminalElicitation } from '../elicit-prompt.js';
 import { canPrompt } from '../inputs.js';
+import { terminalToolApproval } from '../tool-approval-prompt.js';
 
 function parseArgsJson(text: string | undefined): Record<string, unknown> {
   if (text === undefined || text.trim() === '') return {};
@@ -30,7 +31,8 @@ async function run(ctx: CliContext): Promise<number> {
   const timeoutMs = parseTimeoutMs(ctx.values);
   // On a terminal a tool may ask the user (elicitation); without one it is not offered, so a
   // server that needs an answer says so instead of waiting for one nobody can give.
-  const extra = canPrompt(ctx.io) ? { onElicitation: terminalElicitation(ctx.io) } : {};
+  // `permissions.ask` is asked on the terminal too; without one such a call fails with tool_denied.
+  const extra = canPrompt(ctx.io) ? { onElicitation: terminalElicitation(ctx.io), onToolApproval: terminalToolApproval(ctx.io) } : {};
   const call = (c: McpController): Promise<CallToolResult> =>
     c.callTool(tool, args, timeoutMs === undefined ? {} : { timeoutMs }).catch((err: unknown) => {
       // The SDK's own message ("Request timed out") names neither the tool nor the limit.

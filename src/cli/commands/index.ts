@@ -5,6 +5,8 @@ import { authCommand, logoutCommand } from './auth.js';
 import { callCommand } from './call.js';
 import { configCommand } from './config.js';
 import { daemonCommand } from './daemon.js';
+import { disableCommand, enableCommand } from './enable.js';
+import { importCommand } from './import.js';
 import { logsCommand } from './logs.js';
 import { reconnectCommand } from './reconnect.js';
 import { removeCommand } from './remove.js';
@@ -32,6 +34,9 @@ export const commands: readonly CliCommand[] = [
   configCommand,
   addCommand,
   removeCommand,
+  enableCommand,
+  disableCommand,
+  importCommand,
   logsCommand,
   vizCommand,
 ];

@@ -284,3 +284,22 @@ export function readMember(text: string, path: readonly string[], key: string): 
   const member = memberOf(node, key);
   return member === undefined ? undefined : jsonc().getNodeValue(member.children![1]!);
 }
+
+/**
+ * `text` with the member `key` of the object at `path` set to `value`: its
+ * value replaced in place when it is there (the rest of the line untouched),
+ * else added as the object's last member. Throws {@link TextEditError} when
+ * the text does not parse or the object at `path` is missing.
+ */
+export function setMember(text: string, path: readonly string[], key: string, value: unknown): string {
+  const bom = text.startsWith('\uFEFF') ? '\uFEFF' : '';
+  const body = text.slice(bom.length);
+  const root = body.trim() === '' ? undefined : parse(body);
+  if (root === undefined || root.type !== 'object') throw new TextEditError('the file has no object to edit');
+  const { node, depth } = walk(root, path);
+  if (depth < path.length || node.type !== 'object') throw new TextEditError(`${describePath(path)} is not there`, lineOf(body, node.offset));
+  const member = memberOf(node, key);
+  if (member === undefined) return bom + insertMember(body, node, key, value, detectStyle(body));
+  const old = member.children![1]!;
+  return bom + splice(body, old.offset, old.length, JSON.stringify(value));
+}

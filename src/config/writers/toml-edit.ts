@@ -115,3 +115,78 @@ export function removeTomlServer(text: string, path: readonly string[], name: st
   else if (to < lines.length && isBlank(lines[to]!)) to++;
   return [...lines.slice(0, from), ...lines.slice(to)].join('');
 }
+
+/** The lines of the table `[<path>]` itself (not its sub-tables): `[start, end)`, `start` being the header. */
+function tableLines(lines: readonly string[], want: readonly string[]): { start: number; end: number } | undefined {
+  const start = lines.findIndex((l) => {
+    const keys = headerKeys(l);
+    return keys !== undefined && keys.length === want.length && want.every((k, i) => keys[i] === k);
+  });
+  if (start < 0) return undefined;
+  let end = start + 1;
+  while (end < lines.length && headerKeys(lines[end]!) === undefined && !/^\s*\[\[/.test(lines[end]!)) end++;
+  return { start, end };
+}
+
+function keyLine(line: string, key: string): boolean {
+  const m = /^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)\s*=/.exec(line);
+  if (m === null) return false;
+  const raw = m[1]!;
+  return (raw.startsWith('"') ? (JSON.parse(raw) as string) : raw.startsWith("'") ? raw.slice(1, -1) : raw) === key;
+}
+
+function tableError(want: readonly string[]): TextEditError {
+  return new TextEditError(`"${want[want.length - 1]}" is not written as its own [${want.map(tomlKey).join('.')}] table, so it cannot be changed safely; edit it by hand`);
+}
+
+/**
+ * `text` with `key = value` in the table `[<path>.<name>]`: the key's line
+ * replaced when it is there (one-line values only), else a line added after
+ * the table's last key, so {@link deleteTomlKey} gives the original back.
+ */
+export function setTomlKey(text: string, path: readonly string[], name: string, key: string, value: unknown): string {
+  const want = [...path, name];
+  if (readTomlServer(text, path, name) === undefined) throw new TextEditError(`"${name}" is not in the file`);
+  const lines = text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
+  const table = tableLines(lines, want);
+  if (table === undefined) throw tableError(want);
+  const { eol } = detectStyle(text);
+  const line = `${tomlKey(key)} = ${tomlValue(value)}`;
+  for (let i = table.start + 1; i < table.end; i++) {
+    if (!keyLine(lines[i]!, key)) continue;
+    const ending = /\r?\n$/.exec(lines[i]!)?.[0] ?? '';
+    const trial = [...lines.slice(0, i), `${line}${ending}`, ...lines.slice(i + 1)].join('');
+    // A value that ran over several lines would leave its tail behind: refuse rather than corrupt.
+    if (!deepSame(at(parse(trial), [...want, key]), value)) throw new TextEditError(`${key} of "${name}" spans several lines; edit it by hand`, i + 1);
+    return trial;
+  }
+  let last = table.start;
+  for (let i = table.start + 1; i < table.end; i++) if (!isBlank(lines[i]!) && !isComment(lines[i]!)) last = i;
+  const tail = lines[last]!;
+  // After the table's last key; in a file whose last line has no line ending, ours goes on a new last line without one.
+  const inserted = tail.endsWith('\n') ? [tail, `${line}${eol}`] : [`${tail}${eol}`, line];
+  return [...lines.slice(0, last), ...inserted, ...lines.slice(last + 1)].join('');
+}
+
+/** `text` without the line `key = …` of the table `[<path>.<name>]`, or `undefined` when it has none. */
+export function deleteTomlKey(text: string, path: readonly string[], name: string, key: string): string | undefined {
+  const want = [...path, name];
+  const server = readTomlServer(text, path, name);
+  if (server === undefined || typeof server !== 'object' || server === null || !Object.hasOwn(server, key)) return undefined;
+  const lines = text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
+  const table = tableLines(lines, want);
+  if (table === undefined) throw tableError(want);
+  for (let i = table.start + 1; i < table.end; i++) {
+    if (!keyLine(lines[i]!, key)) continue;
+    const trial = [...lines.slice(0, i), ...lines.slice(i + 1)].join('');
+    const after = readTomlServer(trial, path, name) as Record<string, unknown> | undefined;
+    if (after === undefined || Object.hasOwn(after, key)) throw new TextEditError(`${key} of "${name}" spans several lines; edit it by hand`, i + 1);
+    // The last line had no line ending: the one before it loses its own instead.
+    return lines[i]!.endsWith('\n') ? trial : trial.replace(/\r?\n$/, '');
+  }
+  throw tableError(want);
+}
+
+function deepSame(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
