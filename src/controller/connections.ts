@@ -230,6 +230,8 @@ export class Connections {
         cwd: deps.root(),
         timeoutMs: deps.connectTimeoutMs,
         ...(deps.protocol ? { protocol: deps.protocol } : {}),
+        // The era the last connection found: no probe this time (docs/protocol.md).
+        ...((p) => (p ? { prior: p } : {}))(deps.cache()?.get(entry.fingerprint)?.protocol),
         // Slow starts are the machine's `connecting.slow`, not a failure, up to the start bound.
         backgroundStart: true,
         startTimeoutMs: entry.config.startTimeoutMs ?? deps.startTimeoutMs,
@@ -448,6 +450,7 @@ function listingOf(conn: LiveConnection): CachedListing {
     resources: conn.resources,
     resourceTemplates: conn.resourceTemplates,
     ...(conn.invalidTools.length > 0 ? { invalidTools: conn.invalidTools } : {}),
+    protocol: conn.protocol,
   };
 }
 
