@@ -409,7 +409,8 @@ class Connection implements LiveConnection {
 
   /** One connect over a new transport: handshake (or adopt `prior`), change stream, listings. */
   private async attempt(race: <T>(p: Promise<T>) => Promise<T>, signal: AbortSignal, timeout: number, prior: ProtocolVerdict | undefined): Promise<void> {
-    const opening = this.choice === 'auto' && prior === undefined ? 'server/discover' : prior?.era === 'modern' || this.choice === NEWEST_SPOKEN ? 'server/discover' : 'initialize';
+    // What a start timeout names when nothing answered: a silent server under `auto` is taken for a 2025 one.
+    const opening = prior?.era === 'modern' || this.choice === NEWEST_SPOKEN ? 'server/discover' : 'initialize';
     this.unanswered.add(opening);
     this.transport = await race(this.buildTransport());
     const connectOptions = { signal, timeout, ...(prior ? { prior: prior.era === 'modern' ? { kind: 'modern' as const, discover: prior.discover as DiscoverResult } : { kind: 'legacy' as const } } : {}) };
