@@ -230,6 +230,16 @@ export function abortedError(server: string, reason: unknown): McpReconcilerErro
   });
 }
 
+/**
+ * What made the SDK's `server/discover` probe fail below HTTP: the SDK wraps
+ * it (`EraNegotiationFailed`), but an error of our own fetch layers (OAuth
+ * refusing an authorization server, a headers helper) is the real story.
+ */
+function probeCause(err: unknown): unknown {
+  if (err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed && err.cause instanceof McpReconcilerError) return err.cause;
+  return err;
+}
+
 /** What a connect attempt saw besides the error it ended with. */
 export interface ConnectFailure {
   server: string;
@@ -255,7 +265,8 @@ export interface ConnectFailure {
  * retry changes, else a plain
  * `connect_failed` (retried with backoff).
  */
-export function connectError(err: unknown, f: ConnectFailure): McpReconcilerError {
+export function connectError(failure: unknown, f: ConnectFailure): McpReconcilerError {
+  const err = probeCause(failure);
   const name = f.server;
   const details = { server: name, transport: f.used };
   if (f.sawUnauthorized || isUnauthorized(err)) {
