@@ -50,7 +50,7 @@ export function initialVersions(n: number): Record<string, string> {
 
 /** A connected raw-SDK client and what it listed. */
 export interface RawConnection {
-  client: import('@modelcontextprotocol/sdk/client/index.js').Client;
+  client: import('@modelcontextprotocol/client').Client;
   /** The server's PID. */
   pid: number | undefined;
   tools: string[];
@@ -58,8 +58,8 @@ export interface RawConnection {
 }
 
 type Sdk = {
-  Client: typeof import('@modelcontextprotocol/sdk/client/index.js').Client;
-  StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport;
+  Client: typeof import('@modelcontextprotocol/client').Client;
+  StdioClientTransport: typeof import('@modelcontextprotocol/client/stdio').StdioClientTransport;
 };
 
 let sdk: Sdk | undefined;
@@ -74,13 +74,15 @@ let sdk: Sdk | undefined;
  */
 const SETSID = ['/usr/bin/setsid', '/bin/setsid'].find((p) => existsSync(p));
 
-/** Load the SDK client classes (dynamically, so a worker can time its imports). */
+/**
+ * Load the SDK client classes (dynamically, so a worker can time its
+ * imports): SDK v2, the line the connection layer is on. The baseline keeps
+ * the SDK's default negotiation (the plain `initialize`): what a host that
+ * sets nothing does, and no probe sibling per server.
+ */
 export async function loadSdk(): Promise<Sdk> {
   if (!sdk) {
-    const [{ Client }, { StdioClientTransport }] = await Promise.all([
-      import('@modelcontextprotocol/sdk/client/index.js'),
-      import('@modelcontextprotocol/sdk/client/stdio.js'),
-    ]);
+    const [{ Client }, { StdioClientTransport }] = await Promise.all([import('@modelcontextprotocol/client'), import('@modelcontextprotocol/client/stdio')]);
     sdk = { Client, StdioClientTransport };
   }
   return sdk;

@@ -17,7 +17,8 @@
  * File versions: 2 adds `resources` and `resourceTemplates` (SPEC §13). A
  * version 1 file (tools and prompts only) is still read; its listing has no
  * resources, so they register once the server answers. `invalidTools` is an
- * optional field of version 2 (older files have none).
+ * optional field of version 2 (older files have none), and so is `protocol`
+ * (the era negotiated, docs/protocol.md).
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
@@ -25,6 +26,18 @@ import deepEqual from 'fast-deep-equal';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { appDir, isPlainObject, writeFileAtomic } from '../util/persist.js';
 import { readTrusted } from '../util/file-trust.js';
+
+/**
+ * The protocol era a server was last spoken to in (docs/protocol.md): the
+ * 2025 `initialize` handshake (`legacy`), or the 2026-07-28 wire with the
+ * server's `server/discover` result, so the next connect adopts it without
+ * a probe.
+ */
+export type ProtocolVerdict = { era: 'legacy' } | { era: 'modern'; discover: Record<string, unknown> };
+
+function isVerdict(v: unknown): v is ProtocolVerdict {
+  return isPlainObject(v) && (v.era === 'legacy' || (v.era === 'modern' && isPlainObject(v.discover) && Array.isArray(v.discover.supportedVersions)));
+}
 
 /** A server's listing as it was last seen. */
 export interface CachedListing {
@@ -39,6 +52,8 @@ export interface CachedListing {
    * registered from the cache reports them as the live one did. Absent: none.
    */
   invalidTools?: { rawName: string; reason: string }[];
+  /** The protocol era the listing was taken in; absent: not known (probe). */
+  protocol?: ProtocolVerdict;
 }
 
 /** The version this code writes; {@link READABLE_VERSIONS} are read. */
@@ -70,13 +85,15 @@ export function parseFile(text: string, fingerprint: string): CachedListing | un
     return undefined;
   }
   if (!isPlainObject(doc) || !READABLE_VERSIONS.includes(doc.version) || doc.fingerprint !== fingerprint) return undefined;
-  const { tools, prompts, resources, resourceTemplates, invalidTools } = doc;
+  const { tools, prompts, resources, resourceTemplates, invalidTools, protocol } = doc;
   if (!Array.isArray(tools) || !Array.isArray(prompts)) return undefined;
   if (invalidTools !== undefined && !(Array.isArray(invalidTools) && invalidTools.every((t) => isPlainObject(t) && typeof t.rawName === 'string' && typeof t.reason === 'string'))) return undefined;
   if (!tools.every((t) => isPlainObject(t) && typeof t.name === 'string' && isPlainObject(t.inputSchema))) return undefined;
   if (!prompts.every((p) => isPlainObject(p) && typeof p.name === 'string')) return undefined;
   const listing: CachedListing = { tools: tools as Tool[], prompts: prompts as Prompt[] };
   if (Array.isArray(invalidTools) && invalidTools.length > 0) listing.invalidTools = invalidTools as CachedListing['invalidTools'];
+  // A malformed era is no era: the connect probes, as without one.
+  if (isVerdict(protocol)) listing.protocol = protocol;
   if (doc.version === 1) return listing;
   if (!Array.isArray(resources) || !Array.isArray(resourceTemplates)) return undefined;
   if (!resources.every((r) => isPlainObject(r) && typeof r.uri === 'string' && typeof r.name === 'string')) return undefined;
@@ -180,6 +197,7 @@ export class ListingCache {
       resources: [...(listing.resources ?? this.memory.get(fingerprint)?.resources ?? [])],
       resourceTemplates: [...(listing.resourceTemplates ?? this.memory.get(fingerprint)?.resourceTemplates ?? [])],
       ...(listing.invalidTools?.length ? { invalidTools: listing.invalidTools.map((t) => ({ rawName: t.rawName, reason: t.reason })) } : {}),
+      ...((p) => (p ? { protocol: p } : {}))(listing.protocol ?? this.memory.get(fingerprint)?.protocol),
     };
     const before = this.memory.get(fingerprint);
     this.memory.set(fingerprint, copy);

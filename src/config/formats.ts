@@ -82,8 +82,11 @@ function kind(v: unknown): string {
   return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v;
 }
 
-/** `startup`, `idleTimeoutMs` and the start bound `startTimeoutMs`, read in every format. */
-const LIFECYCLE_FIELDS = ['startup', 'idleTimeoutMs', 'startTimeoutMs'] as const;
+/**
+ * `startup`, `idleTimeoutMs`, the start bound `startTimeoutMs` and the `protocol`
+ * pin (docs/protocol.md), read in every format.
+ */
+const LIFECYCLE_FIELDS = ['startup', 'idleTimeoutMs', 'startTimeoutMs', 'protocol'] as const;
 
 /** Mutable state while one entry is normalized. */
 class Entry {
@@ -139,7 +142,8 @@ class Entry {
 
   done(): NormalizedEntry {
     // mcp-reconciler's own lifecycle fields, in every host's file: they decide when an
-    // approved server starts and stops, never what runs, so the host's servers stay the same.
+    // approved server starts and stops (and which protocol revision it is spoken to in),
+    // never what runs, so the host's servers stay the same.
     this.pass(...LIFECYCLE_FIELDS);
     this.result.unknown = Object.keys(this.raw).filter((k) => !this.used.has(k));
     this.result.entry = this.skipped || this.result.problems.length > 0 ? undefined : this.out;

@@ -7,22 +7,10 @@
  */
 import { pathToFileURL } from 'node:url';
 import { basename } from 'node:path';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation';
-import {
-  CreateMessageRequestSchema,
-  ElicitRequestSchema,
-  ErrorCode,
-  ListRootsRequestSchema,
-  McpError,
-  type ClientCapabilities,
-  type CreateMessageRequest,
-  type CreateMessageResult,
-  type ElicitRequest,
-  type ElicitResult,
-  type Root,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, type Client, type ClientCapabilities, type ElicitResult, type JsonSchemaType } from '@modelcontextprotocol/client';
+// The host-facing vocabulary stays SDK v1's spec types (the same JSON on both wires).
+import type { CreateMessageRequest, CreateMessageResult, ElicitRequest, Root } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
 
 /** An elicitation as the host sees it: form mode (`requestedSchema`) or URL mode (`url`). */
 export type ElicitationRequest = ElicitRequest['params'];
@@ -99,18 +87,24 @@ export function elicitationViolations(schema: ElicitationFormSchema, content: Re
   return [result.errorMessage ?? 'the answer does not match the requested schema'];
 }
 
+/** JSON-RPC error codes the handlers answer with. */
+const INTERNAL_ERROR = -32603;
+const INVALID_PARAMS = -32602;
+
 /**
  * Install the handlers for `features` on `client` (before it connects). The
- * server name is passed to every host callback.
+ * server name is passed to every host callback. On the 2025 wire the server
+ * sends these as requests; on the 2026-07-28 wire they arrive inside an
+ * input-required result and the SDK answers them through the same handlers.
  */
 export function installClientHandlers(client: Client, server: string, features: ClientFeatures | undefined): void {
   if (features?.onElicitation) {
     const onElicitation = features.onElicitation;
-    client.setRequestHandler(ElicitRequestSchema, async (request, extra): Promise<ElicitResult> => {
-      const params = request.params;
-      const answer = await onElicitation(server, params, { signal: extra.signal });
+    client.setRequestHandler('elicitation/create', async (request, ctx): Promise<ElicitResult> => {
+      const params = request.params as ElicitationRequest;
+      const answer = await onElicitation(server, params, { signal: ctx.mcpReq.signal });
       if (!answer || !['accept', 'decline', 'cancel'].includes(answer.action)) {
-        throw new McpError(ErrorCode.InternalError, 'the host answered the elicitation with no valid action');
+        throw new ProtocolError(INTERNAL_ERROR, 'the host answered the elicitation with no valid action');
       }
       if (answer.action !== 'accept') return { action: answer.action };
       if (params.mode === 'url') return { action: 'accept' };
@@ -118,16 +112,16 @@ export function installClientHandlers(client: Client, server: string, features: 
       const content = applyElicitationDefaults(schema, answer.content ?? {});
       const violations = elicitationViolations(schema, content);
       // An answer that breaks the requested schema is not sent: the server asked for exactly this shape.
-      if (violations.length > 0) throw new McpError(ErrorCode.InvalidParams, `the answer does not match the requested schema: ${violations.join('; ')}`);
+      if (violations.length > 0) throw new ProtocolError(INVALID_PARAMS, `the answer does not match the requested schema: ${violations.join('; ')}`);
       return { action: 'accept', content: content as ElicitResult['content'] };
     });
   }
   if (features?.onSampling) {
     const onSampling = features.onSampling;
-    client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => onSampling(server, request.params, { signal: extra.signal }));
+    client.setRequestHandler('sampling/createMessage', async (request, ctx) => (await onSampling(server, request.params as CreateMessageRequest['params'], { signal: ctx.mcpReq.signal })) as never);
   }
   if (features?.roots) {
     const roots = features.roots;
-    client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [...roots()] }));
+    client.setRequestHandler('roots/list', async () => ({ roots: [...roots()] }));
   }
 }

@@ -4,27 +4,20 @@
  * turn what happens afterwards (exit, close, session loss, list changes) into
  * events. Retrying is not done here: connect throws, the supervisor decides.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
-  CallToolResultSchema,
-  EmptyResultSchema,
-  ErrorCode as McpErrorCode,
-  McpError,
-  LoggingMessageNotificationSchema,
-  PromptListChangedNotificationSchema,
-  ReadResourceResultSchema,
-  ResourceListChangedNotificationSchema,
-  ResourceUpdatedNotificationSchema,
-  ToolListChangedNotificationSchema,
-  type CallToolResult,
-  type Prompt,
-  type ReadResourceResult,
-  type Resource,
-  type ResourceTemplate,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+  Client,
+  type DiscoverResult,
+  type FetchLike,
+  type McpSubscription,
+  type StreamableHTTPClientTransport,
+  type SubscriptionFilter,
+  type Transport,
+  type VersionNegotiationMode,
+} from '@modelcontextprotocol/client';
+// The package's type vocabulary (registry, listing cache, controller API) is still SDK v1's
+// spec types; the wire values are the same JSON (docs/protocol.md, what stays on v1).
+import type { CallToolResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { ProtocolVerdict } from '../cache/listing-cache.js';
 import type { DesiredServer, ProtocolChoice } from '../../machines/types.js';
 import { transportOf } from '../config/identity.js';
 import type { EnvPolicy } from './env.js';
@@ -32,7 +25,23 @@ import type { ProcessTracker } from './processes.js';
 import type { SessionLoss } from './session-loss.js';
 import type { StdioProcessTransport } from './stdio-transport.js';
 import { clientCapabilities, installClientHandlers, type ClientFeatures } from './client-capabilities.js';
-import { abortedError, causeChain, connectError, isPermanentStatus, isSseError, startTimeoutError, timeoutError, unsupportedProtocolPin } from './errors.js';
+import {
+  abortedError,
+  causeChain,
+  connectError,
+  isConnectionClosed,
+  isMethodNotFound,
+  isPermanentStatus,
+  isRequestTimeout,
+  isServerError,
+  isSseError,
+  exitedOnProtocol,
+  isProbeClosed,
+  NEWEST_SPOKEN,
+  protocolRejectionOf,
+  startTimeoutError,
+  timeoutError,
+} from './errors.js';
 import { LazyJsonSchemaValidator } from './lazy-validator.js';
 import type { HelperHeaders } from './helper-headers.js';
 import { listAll } from './paginate.js';
@@ -97,6 +106,12 @@ export interface ConnectOptions {
   wrapFetch?: (next: FetchLike) => FetchLike;
   /** The protocol revision when the entry pins none (the controller's default). Default `auto`. */
   protocol?: ProtocolChoice;
+  /**
+   * What the last connection of this server negotiated (the listing cache
+   * keeps it): under `auto` the connect goes straight to that era, without a
+   * probe; if the server now refuses it, it probes once more (docs/protocol.md).
+   */
+  prior?: ProtocolVerdict;
   /** What a stdio server writes to stderr, chunk by chunk (its log). */
   onStderr?: (chunk: Buffer) => void;
   /** Each MCP log message (`notifications/message`) the server sends. */
@@ -156,6 +171,14 @@ export interface LiveConnection {
   callTool(rawName: string, args: Record<string, unknown> | undefined, opts?: CallToolRequestOptions): Promise<CallToolResult>;
   /** The last few KB of a stdio server's stderr ('' for other transports). */
   stderrTail(): string;
+  /**
+   * The protocol era negotiated: `modern` (2026-07-28, `server/discover`,
+   * stateless requests) or `legacy` (2025-11-25 and older, `initialize`),
+   * with what the listing cache keeps so the next start skips the probe.
+   */
+  readonly protocol: ProtocolVerdict;
+  /** The revision in use (`2026-07-28`, `2025-11-25`, …). */
+  readonly protocolVersion: string | undefined;
   /** Close the client, the transport and the process group. Idempotent; no `lost` event follows. */
   close(): Promise<void>;
 }
@@ -169,17 +192,36 @@ const TERMINATE_SESSION_MS = 1_000;
 /** Re-lists during connect when the server announces a change meanwhile (server-everything does). */
 const MAX_INITIAL_RELISTS = 3;
 const STDERR_IN_MESSAGE = 2_000;
+/**
+ * How long a stdio server has to answer the `server/discover` probe under
+ * `auto` before it counts as a 2025-era server (some never answer an unknown
+ * request before `initialize`). Bounded by the connect timeout. A new-wire
+ * server that was merely slow is caught by its refusal of `initialize`, which
+ * names 2026-07-28: the connect then goes again, pinned to it.
+ */
+const STDIO_PROBE_TIMEOUT_MS = 5_000;
+/** Wait before re-opening a `subscriptions/listen` stream that dropped. */
+const RELISTEN_DELAY_MS = 250;
+
+/** The SDK's negotiation mode for a `protocol` choice. */
+function negotiationOf(protocol: ProtocolChoice): VersionNegotiationMode {
+  if (protocol === 'auto') return 'auto';
+  if (protocol === NEWEST_SPOKEN) return { pin: NEWEST_SPOKEN };
+  // A 2025 pin is the plain `initialize` handshake (it negotiates down to older 2025 revisions itself).
+  return 'legacy';
+}
 
 class Connection implements LiveConnection {
   readonly name: string;
   readonly generation: number;
-  readonly client: Client;
+  client: Client;
   tools: Tool[] = [];
   invalidTools: InvalidTool[] = [];
   prompts: Prompt[] = [];
   resources: Resource[] = [];
   resourceTemplates: ResourceTemplate[] = [];
   resourceError: string | undefined;
+  protocol: ProtocolVerdict = { era: 'legacy' };
 
   private readonly entry: DesiredServer;
   private readonly opts: ConnectOptions;
@@ -187,6 +229,8 @@ class Connection implements LiveConnection {
   /** Differs from `kind` only after the SSE fallback. */
   private used: ReturnType<typeof transportOf>;
   private readonly timeoutMs: number;
+  /** `auto`, or the revision pinned by the entry or the controller. */
+  private readonly choice: ProtocolChoice;
   private transport: Transport | undefined;
   private stdio: StdioProcessTransport | undefined;
   private http: StreamableHTTPClientTransport | undefined;
@@ -206,6 +250,12 @@ class Connection implements LiveConnection {
   private helper: HelperHeaders | undefined;
   /** What building (and re-building, for the SSE fallback) a transport needs. */
   private readonly transportContext: TransportContext;
+  /** The new wire's change stream (`subscriptions/listen`): list changes and subscribed resources. */
+  private listening: McpSubscription | undefined;
+  /** Resource URIs subscribed on the new wire: they ride in the listen filter. */
+  private readonly listenUris = new Set<string>();
+  /** Serialises re-opening the listen stream. */
+  private relisten: Promise<void> = Promise.resolve();
 
   constructor(entry: DesiredServer, opts: ConnectOptions) {
     this.entry = entry;
@@ -215,23 +265,8 @@ class Connection implements LiveConnection {
     this.kind = transportOf(entry.config);
     this.used = this.kind;
     this.timeoutMs = entry.config.timeout ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.client = new Client(opts.clientInfo ?? DEFAULT_CLIENT_INFO, {
-      capabilities: clientCapabilities(opts.clientFeatures),
-      jsonSchemaValidator: new LazyJsonSchemaValidator(),
-    });
-    installClientHandlers(this.client, entry.name, opts.clientFeatures);
-    this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.listChanged('tools'));
-    this.client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.listChanged('prompts'));
-    this.client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.listChanged('resources'));
-    this.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
-      if (this.state === 'ready') this.emit({ type: 'resource_updated', uri: n.params.uri });
-    });
-    if (opts.onLogMessage) {
-      const onLog = opts.onLogMessage;
-      this.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => onLog(n.params));
-    }
-    this.client.onerror = (err) => this.transportError(err);
-    this.client.onclose = () => this.transportClosed();
+    this.choice = entry.config.protocol ?? opts.protocol ?? 'auto';
+    this.client = this.newClient(negotiationOf(this.choice));
     this.transportContext = {
       server: entry.name,
       config: entry.config,
@@ -256,12 +291,44 @@ class Connection implements LiveConnection {
     };
   }
 
+  /** A client with our handlers, negotiating as `mode` says. */
+  private newClient(mode: VersionNegotiationMode): Client {
+    const opts = this.opts;
+    const client = new Client(opts.clientInfo ?? DEFAULT_CLIENT_INFO, {
+      capabilities: clientCapabilities(opts.clientFeatures),
+      jsonSchemaValidator: new LazyJsonSchemaValidator(),
+      versionNegotiation: {
+        mode,
+        // Over HTTP a silent probe is an outage (the SDK fails the connect); over stdio it is a 2025-era server.
+        ...(this.kind === 'stdio' ? { probe: { timeoutMs: Math.min(STDIO_PROBE_TIMEOUT_MS, this.timeoutMs) } } : {}),
+      },
+    });
+    installClientHandlers(client, this.entry.name, opts.clientFeatures);
+    client.setNotificationHandler('notifications/tools/list_changed', () => this.listChanged('tools'));
+    client.setNotificationHandler('notifications/prompts/list_changed', () => this.listChanged('prompts'));
+    client.setNotificationHandler('notifications/resources/list_changed', () => this.listChanged('resources'));
+    client.setNotificationHandler('notifications/resources/updated', (n) => {
+      if (this.state === 'ready') this.emit({ type: 'resource_updated', uri: n.params.uri });
+    });
+    if (opts.onLogMessage) {
+      const onLog = opts.onLogMessage;
+      client.setNotificationHandler('notifications/message', (n) => onLog(n.params));
+    }
+    client.onerror = (err) => this.transportError(err);
+    client.onclose = () => this.transportClosed(client);
+    return client;
+  }
+
   get transportType(): ReturnType<typeof transportOf> {
     return this.used;
   }
 
   get pid(): number | undefined {
     return this.stdio?.pid;
+  }
+
+  get protocolVersion(): string | undefined {
+    return this.client.getNegotiatedProtocolVersion();
   }
 
   stderrTail(): string {
@@ -272,9 +339,6 @@ class Connection implements LiveConnection {
   async open(): Promise<void> {
     const outer = this.opts.signal;
     if (outer?.aborted) throw abortedError(this.name, outer.reason);
-    // Only the 2025-11-25 wire is implemented: `auto` speaks it, a pin to a newer revision cannot be honoured.
-    const protocol = this.entry.config.protocol ?? this.opts.protocol ?? 'auto';
-    if (protocol === '2026-07-28') throw unsupportedProtocolPin(this.name, protocol, this.entry.config.protocol === undefined);
     const deadline = new AbortController();
     let timedOut = false;
     // A stdio server still starting is not failing: with `backgroundStart` its open has
@@ -300,20 +364,23 @@ class Connection implements LiveConnection {
     });
     interrupted.catch(() => {});
     const race = <T>(p: Promise<T>): Promise<T> => Promise.race([p, interrupted]);
+    // Under `auto`, the era the listing cache remembers is tried first, without a probe.
+    let prior = this.choice === 'auto' ? this.opts.prior : undefined;
+    let retried = false;
     try {
-      this.unanswered.add('initialize');
-      this.transport = await race(this.buildTransport());
-      try {
-        await race(this.client.connect(this.transport, { signal: deadline.signal, timeout: openTimeout }));
-      } catch (err) {
-        if (deadline.signal.aborted || !shouldFallBackToSse(err, { config: this.entry.config, kind: this.kind, used: this.used, sawUnauthorized: this.sawUnauthorized, permanentStatus: this.permanentStatus })) throw err;
-        // VS Code's and Cursor's rule for `type: http`: a 4xx to the first POST means an SSE-only server.
-        await this.switchToSse();
-        await race(this.client.connect(this.transport, { signal: deadline.signal, timeout: openTimeout }));
+      for (;;) {
+        try {
+          await this.attempt(race, deadline.signal, openTimeout, prior);
+          break;
+        } catch (err) {
+          const next = retried || deadline.signal.aborted ? undefined : this.retryAfter(err, prior);
+          if (!next) throw err;
+          // One more try, on a fresh transport (a stdio server is started again).
+          retried = true;
+          prior = next.prior;
+          await this.resetAttempt(next.mode);
+        }
       }
-      this.unanswered.delete('initialize');
-      this.opts.startPhase?.initialized?.();
-      await this.initialList(race, deadline.signal, openTimeout);
       if (deadline.signal.aborted) throw deadline.signal.reason;
       this.state = 'ready';
       this.helper?.arm();
@@ -327,6 +394,7 @@ class Connection implements LiveConnection {
         kind: this.kind,
         used: this.used,
         timeoutMs: this.timeoutMs,
+        protocol: this.choice,
         sawUnauthorized: this.sawUnauthorized,
         permanentStatus: this.permanentStatus,
         exited: this.stdio?.exitDescription(),
@@ -337,6 +405,71 @@ class Connection implements LiveConnection {
       outer?.removeEventListener('abort', onOuterAbort);
       this.failConnect = undefined;
     }
+  }
+
+  /** One connect over a new transport: handshake (or adopt `prior`), change stream, listings. */
+  private async attempt(race: <T>(p: Promise<T>) => Promise<T>, signal: AbortSignal, timeout: number, prior: ProtocolVerdict | undefined): Promise<void> {
+    // What a start timeout names when nothing answered: a silent server under `auto` is taken for a 2025 one.
+    const opening = prior?.era === 'modern' || this.choice === NEWEST_SPOKEN ? 'server/discover' : 'initialize';
+    this.unanswered.add(opening);
+    this.transport = await race(this.buildTransport());
+    const connectOptions = { signal, timeout, ...(prior ? { prior: prior.era === 'modern' ? { kind: 'modern' as const, discover: prior.discover as DiscoverResult } : { kind: 'legacy' as const } } : {}) };
+    try {
+      await race(this.client.connect(this.transport, connectOptions));
+    } catch (err) {
+      if (signal.aborted || !shouldFallBackToSse(err, { config: this.entry.config, kind: this.kind, used: this.used, sawUnauthorized: this.sawUnauthorized, permanentStatus: this.permanentStatus })) throw err;
+      // VS Code's and Cursor's rule for `type: http`: a 4xx to the first POST means an SSE-only server (2025 wire only).
+      await this.switchToSse();
+      await race(this.client.connect(this.transport, { signal, timeout, prior: { kind: 'legacy' } }));
+    }
+    this.unanswered.delete(opening);
+    const modern = this.client.getProtocolEra() === 'modern';
+    const discover = this.client.getDiscoverResult();
+    this.protocol = modern && discover ? { era: 'modern', discover: JSON.parse(JSON.stringify(discover)) as Record<string, unknown> } : { era: 'legacy' };
+    this.opts.startPhase?.initialized?.();
+    // The change stream opens before the listings, so no change between the two is missed.
+    if (modern) await race(this.listen(false));
+    await this.initialList(race, signal, timeout);
+  }
+
+  /**
+   * Whether a failed attempt is worth one more, and how: a remembered era the
+   * server now refuses is probed afresh; a `2025` opening that a new-wire
+   * server refused (a slow server that missed the stdio probe) goes again
+   * pinned to the revision it named; a stdio server that quit on the probe
+   * is started again with `initialize`.
+   */
+  private retryAfter(err: unknown, prior: ProtocolVerdict | undefined): { mode: VersionNegotiationMode; prior: ProtocolVerdict | undefined } | undefined {
+    if (this.choice !== 'auto') return undefined;
+    const rejection = protocolRejectionOf(err);
+    // A stdio server that quits on a request it does not know before `initialize` (the probe ran
+    // in place, on its one life): start it again and open with `initialize` straight away.
+    if (prior === undefined && this.kind === 'stdio' && isProbeClosed(err) && !exitedOnProtocol(this.stdio?.exitDescription())) return { mode: 'auto', prior: { era: 'legacy' } };
+    if (prior !== undefined) {
+      // A modern verdict that is stale fails at its first request, in any way the server words it.
+      const stale = rejection !== undefined || (prior.era === 'modern' && (isServerError(err) || isMethodNotFound(err)));
+      return stale ? { mode: 'auto', prior: undefined } : undefined;
+    }
+    if (rejection?.supported?.includes(NEWEST_SPOKEN) && this.client.getProtocolEra() !== 'modern') return { mode: { pin: NEWEST_SPOKEN }, prior: undefined };
+    return undefined;
+  }
+
+  /** Tear down a failed attempt (client, transport, child) so the next starts clean. */
+  private async resetAttempt(mode: VersionNegotiationMode): Promise<void> {
+    const old = this.client;
+    this.client = this.newClient(mode);
+    await old.close().catch(() => {});
+    await this.transport?.close().catch(() => {});
+    await this.stdio?.close().catch(() => {});
+    this.transport = undefined;
+    this.stdio = undefined;
+    this.http = undefined;
+    this.helper?.close();
+    this.helper = undefined;
+    this.permanentStatus = undefined;
+    this.lastTransportError = undefined;
+    this.used = this.kind;
+    this.unanswered.clear();
   }
 
   listTools(): Promise<Tool[]> {
@@ -356,15 +489,32 @@ class Connection implements LiveConnection {
   }
 
   readResource(uri: string, opts: RequestTimeouts = {}): Promise<ReadResourceResult> {
-    return this.client.request({ method: 'resources/read', params: { uri } }, ReadResourceResultSchema, { signal: opts.signal, timeout: opts.timeoutMs }) as Promise<ReadResourceResult>;
+    return this.client.request({ method: 'resources/read', params: { uri } }, requestOptions(opts, undefined)) as Promise<ReadResourceResult>;
   }
 
   async subscribeResource(uri: string, opts: RequestTimeouts = {}): Promise<void> {
-    await this.client.request({ method: 'resources/subscribe', params: { uri } }, EmptyResultSchema, { signal: opts.signal, timeout: opts.timeoutMs ?? this.timeoutMs });
+    if (this.client.getProtocolEra() === 'modern') {
+      // The new wire has no resources/subscribe: the URIs ride in the listen filter.
+      if (this.listenUris.has(uri)) return;
+      this.listenUris.add(uri);
+      try {
+        await this.listen(true, opts);
+      } catch (err) {
+        this.listenUris.delete(uri);
+        throw err;
+      }
+      return;
+    }
+    await this.client.request({ method: 'resources/subscribe', params: { uri } }, requestOptions(opts, this.timeoutMs));
   }
 
   async unsubscribeResource(uri: string, opts: RequestTimeouts = {}): Promise<void> {
-    await this.client.request({ method: 'resources/unsubscribe', params: { uri } }, EmptyResultSchema, { signal: opts.signal, timeout: opts.timeoutMs ?? this.timeoutMs });
+    if (this.client.getProtocolEra() === 'modern') {
+      if (!this.listenUris.delete(uri)) return;
+      await this.listen(true, opts);
+      return;
+    }
+    await this.client.request({ method: 'resources/unsubscribe', params: { uri } }, requestOptions(opts, this.timeoutMs));
   }
 
   callTool(
@@ -374,19 +524,67 @@ class Connection implements LiveConnection {
   ): Promise<CallToolResult> {
     // Not `client.callTool`: it throws away results that break the tool's
     // outputSchema, and the registry must report those as a contract violation.
+    // On the new wire an input-required result is answered through our
+    // elicitation/sampling/roots handlers inside this one call (the SDK retries it).
     return this.client.request(
       { method: 'tools/call', params: { name: rawName, arguments: args ?? {} } },
-      CallToolResultSchema,
       // With a progress callback the SDK sends a progressToken; progress keeps a long call alive.
       opts.onprogress
-        ? { signal: opts.signal, timeout: opts.timeoutMs, onprogress: opts.onprogress, resetTimeoutOnProgress: true }
-        : { signal: opts.signal, timeout: opts.timeoutMs },
-    ) as Promise<CallToolResult>;
+        ? { ...requestOptions(opts, undefined), onprogress: opts.onprogress, resetTimeoutOnProgress: true }
+        : requestOptions(opts, undefined),
+    ) as Promise<unknown> as Promise<CallToolResult>;
   }
 
   close(): Promise<void> {
     if (this.state !== 'connecting') this.state = 'closed';
     return this.shutdown();
+  }
+
+  /**
+   * Open (or re-open, when `replace`) the new wire's `subscriptions/listen`
+   * stream with what the server can tell: its list changes and the
+   * subscribed resources. The new stream is acknowledged before the old one
+   * closes, so nothing falls between them.
+   */
+  private listen(replace: boolean, opts: RequestTimeouts = {}): Promise<void> {
+    const run = async (): Promise<void> => {
+      const caps = this.client.getServerCapabilities();
+      const filter: SubscriptionFilter = {
+        ...(caps?.tools?.listChanged ? { toolsListChanged: true } : {}),
+        ...(caps?.prompts?.listChanged ? { promptsListChanged: true } : {}),
+        ...(caps?.resources?.listChanged ? { resourcesListChanged: true } : {}),
+        ...(this.listenUris.size > 0 ? { resourceSubscriptions: [...this.listenUris] } : {}),
+      };
+      const previous = this.listening;
+      if (Object.keys(filter).length === 0) {
+        this.listening = undefined;
+        await previous?.close().catch(() => {});
+        return;
+      }
+      if (previous && !replace) return;
+      const sub = await this.client.listen(filter, requestOptions(opts, this.timeoutMs));
+      this.listening = sub;
+      void sub.closed.then((how) => this.listenEnded(sub, how));
+      await previous?.close().catch(() => {});
+    };
+    const next = this.relisten.then(run);
+    this.relisten = next.catch(() => {});
+    return next;
+  }
+
+  /** The listen stream ended: ours to re-open when the server dropped it, with a re-list for what may have changed meanwhile. */
+  private listenEnded(sub: McpSubscription, how: 'local' | 'graceful' | 'remote'): void {
+    if (how === 'local' || this.listening !== sub || this.state === 'closed' || this.shutdownPromise) return;
+    this.listening = undefined;
+    setTimeout(() => {
+      if (this.state !== 'ready' || this.listening) return;
+      this.listen(false).then(
+        () => {
+          for (const kind of ['tools', 'prompts', 'resources'] as const) this.listChanged(kind);
+        },
+        (err: unknown) => this.lose(`the server's change stream (subscriptions/listen) ended and could not be re-opened: ${causeChain(err)}`, false),
+      );
+    }, RELISTEN_DELAY_MS).unref();
   }
 
   private async initialList(race: <T>(p: Promise<T>) => Promise<T>, signal: AbortSignal, timeout: number): Promise<void> {
@@ -418,7 +616,7 @@ class Connection implements LiveConnection {
     } catch (err) {
       // A server without the tools capability may refuse tools/list: it has no tools.
       const caps = this.client.getServerCapabilities();
-      if (!(caps?.tools === undefined && err instanceof McpError && err.code === McpErrorCode.MethodNotFound)) throw err;
+      if (!(caps?.tools === undefined && isMethodNotFound(err))) throw err;
     }
     const { tools, invalid } = checkToolDefinitions(raw);
     this.tools = tools;
@@ -438,8 +636,8 @@ class Connection implements LiveConnection {
    */
   private resourcesRefused(err: unknown): void {
     // Timeouts and a closed connection are the SDK's own errors, not the server's answer.
-    if (!(err instanceof McpError) || err.code === McpErrorCode.RequestTimeout || err.code === McpErrorCode.ConnectionClosed) throw err;
-    this.resourceError = `resources/list failed: ${err.message}`;
+    if (!isServerError(err) || isRequestTimeout(err) || isConnectionClosed(err)) throw err;
+    this.resourceError = `resources/list failed: ${(err as Error).message}`;
   }
 
   private async fetchResources(options: { signal?: AbortSignal; timeout: number }): Promise<ResourceListing> {
@@ -454,7 +652,7 @@ class Connection implements LiveConnection {
       resourceTemplates = await listAll(this.client, 'resourceTemplates', options);
     } catch (err) {
       // Templates are optional within the capability: a server without them may not answer the method.
-      if (!(err instanceof McpError && err.code === McpErrorCode.MethodNotFound)) throw err;
+      if (!isMethodNotFound(err)) throw err;
     }
     this.resources = resources;
     this.resourceTemplates = resourceTemplates;
@@ -503,7 +701,9 @@ class Connection implements LiveConnection {
     else if (this.http && /Maximum reconnection attempts/.test(err.message)) this.lose(`server unreachable: ${this.lastTransportError}`, false);
   }
 
-  private transportClosed(): void {
+  private transportClosed(client: Client): void {
+    // A client replaced by a retry closes without meaning anything.
+    if (client !== this.client) return;
     // While connecting, the SDK fails the pending request itself and the
     // transport's own start error (spawn ENOENT, …) is the better message.
     this.lose(this.lastTransportError ?? 'connection closed', false);
@@ -536,6 +736,9 @@ class Connection implements LiveConnection {
   private shutdown(): Promise<void> {
     this.shutdownPromise ??= (async () => {
       this.helper?.close();
+      const listening = this.listening;
+      this.listening = undefined;
+      if (listening) await Promise.race([listening.close().catch(() => {}), new Promise((r) => setTimeout(r, TERMINATE_SESSION_MS).unref())]);
       if (this.http?.sessionId !== undefined && !this.sessionDead) {
         const http = this.http;
         await Promise.race([http.terminateSession().catch(() => {}), new Promise((r) => setTimeout(r, TERMINATE_SESSION_MS).unref())]);
@@ -555,6 +758,12 @@ class Connection implements LiveConnection {
     const tail = this.stdio.stderrTail().trim();
     return tail ? `${message}; stderr: ${tail.length > STDERR_IN_MESSAGE ? `…${tail.slice(-STDERR_IN_MESSAGE)}` : tail}` : message;
   }
+}
+
+/** The SDK's request options of a call: its signal, and its timeout or `fallback`. */
+function requestOptions(opts: RequestTimeouts, fallback: number | undefined): { signal?: AbortSignal; timeout?: number } {
+  const timeout = opts.timeoutMs ?? fallback;
+  return { ...(opts.signal ? { signal: opts.signal } : {}), ...(timeout !== undefined ? { timeout } : {}) };
 }
 
 /**

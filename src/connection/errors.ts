@@ -3,10 +3,9 @@
  * transports' errors classified (needs auth, permanent, timeout) and turned
  * into one `McpReconcilerError` naming the server, the cause and the fix.
  */
-import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SseError, UnauthorizedError, UnsupportedProtocolVersionError } from '@modelcontextprotocol/client';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import type { transportOf } from '../config/identity.js';
-import { httpSdkIfLoaded } from './http-sdk.js';
 
 type TransportKind = ReturnType<typeof transportOf>;
 
@@ -22,18 +21,16 @@ export function causeChain(err: unknown): string {
   return text;
 }
 
-/** The SDK's ways of saying HTTP 401. */
+/** The SDK's ways of saying HTTP 401 (v2's, and v1's from the OAuth layer, which still runs on v1's `auth()`). */
 export function isUnauthorized(err: unknown): boolean {
-  const sdk = httpSdkIfLoaded();
-  if (!sdk) return false; // only the HTTP transports throw these
-  if (err instanceof sdk.UnauthorizedError) return true;
+  if (err instanceof UnauthorizedError || (err instanceof Error && err.name === 'UnauthorizedError')) return true;
+  if (err instanceof SdkError && err.code === SdkErrorCode.ClientHttpAuthentication) return true;
   return httpStatusOf(err) === 401;
 }
 
 /** An error of the SDK's SSE transport (its event stream failed). */
 export function isSseError(err: unknown): boolean {
-  const sdk = httpSdkIfLoaded();
-  return sdk !== undefined && err instanceof sdk.SseError;
+  return err instanceof SseError;
 }
 
 /**
@@ -47,9 +44,43 @@ export function isPermanentStatus(status: number | undefined): boolean {
 
 /** The HTTP status an SDK transport error carries, when it carries one. */
 export function httpStatusOf(err: unknown): number | undefined {
-  const sdk = httpSdkIfLoaded();
-  if (sdk && (err instanceof sdk.StreamableHTTPError || err instanceof sdk.SseError) && typeof err.code === 'number') return err.code;
+  if (err instanceof SdkHttpError && typeof err.data?.status === 'number') return err.data.status;
+  if (err instanceof SseError && typeof err.code === 'number') return err.code;
   return undefined;
+}
+
+/** The body text of an SDK HTTP error, when it kept one. */
+function httpBodyOf(err: unknown): string | undefined {
+  if (err instanceof SdkHttpError && typeof err.data?.text === 'string') return err.data.text;
+  return undefined;
+}
+
+/** The SDK gave up on a request that got no answer in time. */
+export function isRequestTimeout(err: unknown): boolean {
+  if (err instanceof SdkError) return err.code === SdkErrorCode.RequestTimeout;
+  // SDK v1's McpError(-32001), for errors of code still on v1.
+  return err instanceof Error && (err as { code?: unknown }).code === -32001;
+}
+
+/** The connection closed under a pending request (not the server's answer). */
+export function isConnectionClosed(err: unknown): boolean {
+  if (err instanceof SdkError) return err.code === SdkErrorCode.ConnectionClosed || err.code === SdkErrorCode.NotConnected;
+  return err instanceof Error && (err as { code?: unknown }).code === -32000 && /connection closed/i.test(err.message);
+}
+
+/** The connection closed while the SDK's `server/discover` probe waited (probed in place, so no fallback was tried). */
+export function isProbeClosed(err: unknown): boolean {
+  return err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed && /closed during the server\/discover probe/.test(err.message);
+}
+
+/** JSON-RPC "method not found" from the server. */
+export function isMethodNotFound(err: unknown): boolean {
+  return err instanceof ProtocolError && err.code === -32601;
+}
+
+/** An error answer of the server itself (a JSON-RPC error), not one the SDK made up. */
+export function isServerError(err: unknown): boolean {
+  return err instanceof ProtocolError;
 }
 
 /**
@@ -59,11 +90,14 @@ export function httpStatusOf(err: unknown): number | undefined {
  */
 const PROTOCOL_REJECTION_CODES = new Set([-32022, -32020]);
 
-/** The newest protocol revision this build speaks (the SDK v1 client's latest). */
-const NEWEST_SPOKEN = '2025-11-25';
+/** The newest protocol revision this build speaks (the SDK v2 client's modern wire). */
+export const NEWEST_SPOKEN = '2026-07-28';
 
-/** The protocol revisions this build speaks: the SDK v1 client's list. */
-export const SPOKEN_REVISIONS = `${NEWEST_SPOKEN} and older`;
+/** The newest 2025-era revision (the `initialize` handshake). */
+export const NEWEST_LEGACY = '2025-11-25';
+
+/** The protocol revisions this build speaks. */
+export const SPOKEN_REVISIONS = `${NEWEST_SPOKEN}, and ${NEWEST_LEGACY} and older`;
 
 /**
  * The revisions a protocol rejection names as supported (`data.supported`,
@@ -72,8 +106,9 @@ export const SPOKEN_REVISIONS = `${NEWEST_SPOKEN} and older`;
 function supportedIn(data: unknown, text: string): string[] | undefined {
   const listed = (data as { supported?: unknown } | undefined)?.supported;
   if (Array.isArray(listed) && listed.every((v) => typeof v === 'string')) return listed as string[];
-  // Free text names the revision we asked for too: keep only the ones we do not speak.
-  const found = (text.match(/\d{4}-\d{2}-\d{2}/g) ?? []).filter((v) => v > NEWEST_SPOKEN);
+  // Free text names the revision we asked for too ("unsupported protocol version X"): leave that one out.
+  const refused = /unsupported protocol version:?\s*(\d{4}-\d{2}-\d{2})/i.exec(text)?.[1];
+  const found = (text.match(/\d{4}-\d{2}-\d{2}/g) ?? []).filter((v) => v !== refused);
   return found.length ? [...new Set(found)] : undefined;
 }
 
@@ -106,10 +141,13 @@ export interface ProtocolRejection {
 export function protocolRejectionOf(err: unknown): ProtocolRejection | undefined {
   if (!(err instanceof Error)) return undefined;
   const text = err.message;
-  const code = (err as { code?: unknown }).code;
-  if (err instanceof McpError && PROTOCOL_REJECTION_CODES.has(err.code)) return { said: text, supported: supportedIn(err.data, text) };
-  const body = typeof code === 'number' && code >= 400 && code < 500 ? jsonRpcErrorIn(text) : undefined;
-  if (body && PROTOCOL_REJECTION_CODES.has(body.code)) return { said: `HTTP ${code} ${body.code} ${body.message}`, supported: supportedIn(body.data, body.message) };
+  if (err instanceof UnsupportedProtocolVersionError) return { said: text, supported: err.supported.length ? err.supported : supportedIn(err.data, text) };
+  if (err instanceof ProtocolError && PROTOCOL_REJECTION_CODES.has(err.code)) return { said: text, supported: supportedIn(err.data, text) };
+  // A pin the server's `server/discover` does not offer: no retry changes what it offers.
+  if (err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed && /did not offer pinned protocol version/.test(text)) return { said: text, supported: undefined };
+  const status = httpStatusOf(err);
+  const body = status !== undefined && status >= 400 && status < 500 ? jsonRpcErrorIn(httpBodyOf(err) ?? text) : undefined;
+  if (body && PROTOCOL_REJECTION_CODES.has(body.code)) return { said: `HTTP ${status} ${body.code} ${body.message}`, supported: supportedIn(body.data, body.message) };
   // The SDK v1 client's own words when the server's initialize result names a revision it does not know.
   if (PROTOCOL_WORDS.test(text)) return { said: text, supported: supportedIn(undefined, text.replace(/^.*?:/, '')) };
   return undefined;
@@ -122,7 +160,7 @@ const PROTOCOL_WORDS = /unsupported protocol version|protocol version is not sup
  * A stdio child that exited saying, on stderr, that it refuses our protocol
  * revision (servers on SDKs that exit on an opening they do not serve).
  */
-function exitedOnProtocol(exited: string | undefined): ProtocolRejection | undefined {
+export function exitedOnProtocol(exited: string | undefined): ProtocolRejection | undefined {
   if (exited === undefined) return undefined;
   const stderr = exited.replace(/^.*?; stderr: /s, '');
   return PROTOCOL_WORDS.test(stderr) ? { said: exited, supported: supportedIn(undefined, stderr) } : undefined;
@@ -130,26 +168,18 @@ function exitedOnProtocol(exited: string | undefined): ProtocolRejection | undef
 
 /** A protocol rejection as the permanent error: the reason, and the fix. */
 export function protocolError(server: string, rejection: ProtocolRejection, cause: unknown, details: Record<string, unknown>): McpReconcilerError {
-  const theirs = rejection.supported?.length ? `only MCP protocol revision ${rejection.supported.join(', ')}` : 'a protocol revision we do not';
-  const fix = `Upgrade mcp-reconciler to a release that speaks the server's revision, or run a server version that still accepts ${NEWEST_SPOKEN} (then pin it with "protocol": "${NEWEST_SPOKEN}")`;
+  const pinned = details.protocol;
+  // A pin to the new wire that the server's answer did not offer: it speaks the 2025 one (or nothing we know).
+  const pinMissed = rejection.supported === undefined && pinned === NEWEST_SPOKEN;
+  const theirs = rejection.supported?.length ? `only MCP protocol revision ${rejection.supported.join(', ')}` : pinMissed ? `no ${NEWEST_SPOKEN} (it did not offer it to server/discover)` : 'a protocol revision we do not';
+  const spoken = pinMissed ? NEWEST_LEGACY : rejection.supported?.find((v) => v === NEWEST_SPOKEN || v === NEWEST_LEGACY);
+  const fix = spoken
+    ? `Pin the revision it speaks with "protocol": "${spoken}" in its config (or "protocol": "auto"${typeof pinned === 'string' ? `, instead of "${pinned}"` : ''}), or upgrade the server`
+    : `Upgrade mcp-reconciler to a release that speaks the server's revision, or run a server version that accepts ${NEWEST_SPOKEN} or ${NEWEST_LEGACY} (and pin it with "protocol" if it misbehaves under "auto")`;
   return new McpReconcilerError(
     ErrorCode.ConnectFailed,
     `Server "${server}" rejected our protocol revision: it speaks ${theirs}, this build speaks ${SPOKEN_REVISIONS} (${rejection.said}). Retrying cannot help; fix: ${fix.charAt(0).toLowerCase()}${fix.slice(1)}.`,
     { hint: `${fix}.`, details: { ...details, protocolRejected: true, ...(rejection.supported ? { supported: rejection.supported } : {}) }, cause, permanent: true },
-  );
-}
-
-/**
- * A `protocol` pin this build cannot honour: permanent, before anything is
- * started. `fromDefault` when it came from the controller's `protocol` option.
- */
-export function unsupportedProtocolPin(server: string, revision: string, fromDefault: boolean): McpReconcilerError {
-  const where = fromDefault ? `the controller's default "protocol": "${revision}"` : `"protocol": "${revision}" in its config`;
-  const fix = `set "protocol" to "auto" or "2025-11-25" (or remove it), or upgrade mcp-reconciler to a release that speaks ${revision}`;
-  return new McpReconcilerError(
-    ErrorCode.ConnectFailed,
-    `Server "${server}" is pinned to MCP protocol revision ${revision} (${where}), which is not supported yet by this build of mcp-reconciler (it speaks ${SPOKEN_REVISIONS}); fix: ${fix}.`,
-    { hint: `${fix.charAt(0).toUpperCase()}${fix.slice(1)}.`, details: { server, protocol: revision }, permanent: true },
   );
 }
 
@@ -158,7 +188,7 @@ const PERMANENT_SPAWN_ERRNOS = new Set(['ENOENT', 'EACCES', 'ENOTDIR']);
 
 /** The SDK's request timeout (the connect or a listing ran out of time). */
 export function isTimeout(err: unknown): boolean {
-  return err instanceof McpError && err.code === McpErrorCode.RequestTimeout;
+  return isRequestTimeout(err);
 }
 
 /** A config mistake fails the same way every time: permanent, so no retries, straight to `failed`. */
@@ -200,6 +230,16 @@ export function abortedError(server: string, reason: unknown): McpReconcilerErro
   });
 }
 
+/**
+ * What made the SDK's `server/discover` probe fail below HTTP: the SDK wraps
+ * it (`EraNegotiationFailed`), but an error of our own fetch layers (OAuth
+ * refusing an authorization server, a headers helper) is the real story.
+ */
+function probeCause(err: unknown): unknown {
+  if (err instanceof SdkError && err.code === SdkErrorCode.EraNegotiationFailed && err.cause instanceof McpReconcilerError) return err.cause;
+  return err;
+}
+
 /** What a connect attempt saw besides the error it ended with. */
 export interface ConnectFailure {
   server: string;
@@ -207,6 +247,8 @@ export interface ConnectFailure {
   kind: TransportKind;
   used: TransportKind;
   timeoutMs: number;
+  /** The protocol choice the connect ran under (`auto` or a pinned revision). */
+  protocol?: string;
   /** Some response was HTTP 401. */
   sawUnauthorized: boolean;
   /** The first status no retry will change, if one was seen. */
@@ -223,7 +265,8 @@ export interface ConnectFailure {
  * retry changes, else a plain
  * `connect_failed` (retried with backoff).
  */
-export function connectError(err: unknown, f: ConnectFailure): McpReconcilerError {
+export function connectError(failure: unknown, f: ConnectFailure): McpReconcilerError {
+  const err = probeCause(failure);
   const name = f.server;
   const details = { server: name, transport: f.used };
   if (f.sawUnauthorized || isUnauthorized(err)) {
@@ -235,7 +278,7 @@ export function connectError(err: unknown, f: ConnectFailure): McpReconcilerErro
   }
   if (isTimeout(err)) return timeoutError(name, f.timeoutMs, err, f.withStderr);
   const rejection = protocolRejectionOf(err) ?? exitedOnProtocol(f.exited);
-  if (rejection) return protocolError(name, rejection, err, details);
+  if (rejection) return protocolError(name, rejection, err, { ...details, ...(f.protocol && f.protocol !== 'auto' ? { protocol: f.protocol } : {}) });
   if (err instanceof McpReconcilerError) {
     const message = err.message.startsWith(`Server "${name}"`) ? err.message : `Server "${name}": ${err.message}`;
     const permanent = err.permanent || PERMANENT_SPAWN_ERRNOS.has(String(err.details.errno));

@@ -7,7 +7,7 @@
  * Concurrent 401s share one run; a request whose retry is refused too gets
  * its 401 like any other.
  */
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { FetchLike } from '@modelcontextprotocol/client';
 
 /** Runs the helper; rejects with what went wrong (never a header value). */
 export type RunHelper = (signal: AbortSignal) => Promise<Record<string, string>>;

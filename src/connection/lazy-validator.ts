@@ -7,8 +7,8 @@
  * registry/output-contract.ts). Built on first use instead, per Client, so
  * schemas compiled by one server's client never meet another's.
  */
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
+import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/client';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
 
 /** {@link AjvJsonSchemaValidator}, created the first time a schema is asked for. */
 export class LazyJsonSchemaValidator implements jsonSchemaValidator {

@@ -3,16 +3,8 @@
  * prompts, resources and resource templates. Bounded, so a server whose
  * cursors never end cannot keep a connect (or a re-list) going forever.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import {
-  ListPromptsResultSchema,
-  ListResourcesResultSchema,
-  ListResourceTemplatesResultSchema,
-  type Prompt,
-  type Resource,
-  type ResourceTemplate,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Client, RequestOptions } from '@modelcontextprotocol/client';
+import type { Prompt, Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
 import { LenientListToolsResultSchema } from './tool-definitions.js';
 
 /** Most pages read of one listing; what a server still has after that is not listed. */
@@ -21,9 +13,10 @@ export const MAX_PAGES = 1_000;
 const LISTINGS = {
   // Each tool is checked on its own (checkToolDefinitions): one bad definition must not refuse the page.
   tools: { method: 'tools/list', schema: LenientListToolsResultSchema },
-  prompts: { method: 'prompts/list', schema: ListPromptsResultSchema },
-  resources: { method: 'resources/list', schema: ListResourcesResultSchema },
-  resourceTemplates: { method: 'resources/templates/list', schema: ListResourceTemplatesResultSchema },
+  // The others are checked by the SDK against the spec's result type of the method.
+  prompts: { method: 'prompts/list', schema: undefined },
+  resources: { method: 'resources/list', schema: undefined },
+  resourceTemplates: { method: 'resources/templates/list', schema: undefined },
 } as const;
 
 /** A listing a server answers; also the key of its items in each page. */
@@ -47,7 +40,9 @@ export async function listAll<K extends ListingKind>(client: Client, kind: K, op
   const items: ListingItems[K][] = [];
   let cursor: string | undefined;
   for (let page = 0; page < MAX_PAGES; page++) {
-    const result = (await client.request({ method, params: cursor ? { cursor } : {} }, schema, options)) as unknown as { nextCursor?: string } & Record<K, ListingItems[K][]>;
+    const request = { method, params: cursor ? { cursor } : {} };
+    const answer = schema ? await client.request(request, schema, options) : await client.request(request as { method: 'prompts/list' }, options);
+    const result = answer as unknown as { nextCursor?: string } & Record<K, ListingItems[K][]>;
     items.push(...result[kind]);
     if (!result.nextCursor || result.nextCursor === cursor) break;
     cursor = result.nextCursor;

@@ -7,7 +7,7 @@
  * generation.
  */
 import { randomUUID } from 'node:crypto';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { FetchLike } from '@modelcontextprotocol/client';
 
 /** What the wrapper saw when it decided the connection is gone. */
 export interface SessionLoss {

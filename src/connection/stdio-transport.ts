@@ -2,13 +2,15 @@
  * A stdio client transport that spawns its server detached (a process-group
  * leader) through a {@link ProcessTracker}. The SDK's `StdioClientTransport`
  * cannot spawn detached, so it could not kill a server started by a launcher.
+ * It is stdio-shaped for the SDK (`pid` and `stderr`), so the v2 client's
+ * protocol probe runs in place on this one child: no sibling process is
+ * spawned just to ask `server/discover` (docs/protocol.md).
  */
 import type { ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { Readable } from 'node:stream';
+import { ReadBuffer, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import type { ProcessTracker } from './processes.js';
 
@@ -80,7 +82,7 @@ export class StdioProcessTransport implements Transport {
 
   private readonly options: StdioProcessTransportOptions;
   private readonly readBuffer = new ReadBuffer();
-  private readonly stderr: TailBuffer;
+  private readonly stderrBuffer: TailBuffer;
   private child: ChildProcess | undefined;
   private exit: { code: number | null; signal: NodeJS.Signals | null; byUs: boolean } | undefined;
   private closing = false;
@@ -89,7 +91,7 @@ export class StdioProcessTransport implements Transport {
 
   constructor(options: StdioProcessTransportOptions) {
     this.options = options;
-    this.stderr = new TailBuffer(options.stderrLimit ?? DEFAULT_STDERR_LIMIT);
+    this.stderrBuffer = new TailBuffer(options.stderrLimit ?? DEFAULT_STDERR_LIMIT);
   }
 
   /** PID of the child (the group leader), once spawned. */
@@ -97,9 +99,18 @@ export class StdioProcessTransport implements Transport {
     return this.child?.pid;
   }
 
+  /**
+   * The child's stderr stream (null before spawn). Also what makes the SDK
+   * treat this transport as stdio: a probe timeout then means a 2025-era
+   * server, not an outage.
+   */
+  get stderr(): Readable | null {
+    return this.child?.stderr ?? null;
+  }
+
   /** The last few KB the child wrote to stderr. */
   stderrTail(): string {
-    return this.stderr.toString();
+    return this.stderrBuffer.toString();
   }
 
   /** "exited with code 1; stderr: …" once the child has exited on its own, else undefined. */
@@ -107,7 +118,7 @@ export class StdioProcessTransport implements Transport {
     if (!this.exit || this.exit.byUs) return undefined;
     const { code, signal } = this.exit;
     const how = signal ? `was killed by ${signal}` : `exited with code ${code ?? 'unknown'}`;
-    const tail = this.stderr.toString().trim();
+    const tail = this.stderrBuffer.toString().trim();
     const shown = tail.length > STDERR_IN_MESSAGE ? `…${tail.slice(-STDERR_IN_MESSAGE)}` : tail;
     return `process "${this.options.command}" ${how}${shown ? `; stderr: ${shown}` : ' (no stderr output)'}`;
   }
@@ -157,7 +168,7 @@ export class StdioProcessTransport implements Transport {
       });
       child.stdout?.on('data', (chunk: Buffer) => this.onStdout(chunk));
       child.stderr?.on('data', (chunk: Buffer) => {
-        this.stderr.push(chunk);
+        this.stderrBuffer.push(chunk);
         this.options.onStderr?.(chunk);
       });
       // EPIPE after the child died: reported through exit/close, not as a crash.

@@ -1,12 +1,13 @@
 /**
- * One server's `tools/list` answer, tool by tool. The SDK's
- * `ListToolsResultSchema` refuses a whole page when a single tool is
- * malformed, which would leave every tool of the server unusable; the
- * listing is therefore requested with {@link LenientListToolsResultSchema}
- * and each tool is checked on its own with the SDK's `ToolSchema`.
+ * One server's `tools/list` answer, tool by tool. The SDK's own listing
+ * schema refuses a whole page when a single tool is malformed, which would
+ * leave every tool of the server unusable; the listing is therefore
+ * requested with {@link LenientListToolsResultSchema} and each tool is
+ * checked on its own with the SDK's `Tool` schema (`specTypeSchemas.Tool`).
  */
 import { z } from 'zod';
-import { PaginatedResultSchema, ToolSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { specTypeSchemas, type StandardSchemaV1 } from '@modelcontextprotocol/client';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 
 /** A listed tool whose definition the MCP schema refuses, and why; it is not registered. */
 export interface InvalidTool {
@@ -16,17 +17,17 @@ export interface InvalidTool {
 }
 
 /** `tools/list` result with the tools left unchecked: a bad entry must not take the good ones down. */
-export const LenientListToolsResultSchema = PaginatedResultSchema.extend({ tools: z.array(z.unknown()) });
+export const LenientListToolsResultSchema = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
 
 /** At most this many schema problems are named per tool; the rest are counted. */
 const MAX_PROBLEMS = 3;
 
-function describeProblems(error: z.ZodError): string {
-  const shown = error.issues.slice(0, MAX_PROBLEMS).map((issue) => {
-    const at = issue.path.map(String).join('.');
+function describeProblems(issues: readonly StandardSchemaV1.Issue[]): string {
+  const shown = issues.slice(0, MAX_PROBLEMS).map((issue) => {
+    const at = (issue.path ?? []).map((p) => String(typeof p === 'object' ? p.key : p)).join('.');
     return at ? `${at}: ${issue.message}` : issue.message;
   });
-  const more = error.issues.length - shown.length;
+  const more = issues.length - shown.length;
   return shown.join('; ') + (more > 0 ? ` (and ${more} more)` : '');
 }
 
@@ -40,9 +41,9 @@ export function checkToolDefinitions(raw: readonly unknown[], offset = 0): { too
   const tools: Tool[] = [];
   const invalid: InvalidTool[] = [];
   raw.forEach((item, i) => {
-    const parsed = ToolSchema.safeParse(item);
-    if (parsed.success) {
-      tools.push(parsed.data as Tool);
+    const parsed = specTypeSchemas.Tool['~standard'].validate(item);
+    if (!parsed.issues) {
+      tools.push(parsed.value as unknown as Tool);
       return;
     }
     const name = item !== null && typeof item === 'object' ? (item as { name?: unknown }).name : undefined;
@@ -50,7 +51,7 @@ export function checkToolDefinitions(raw: readonly unknown[], offset = 0): { too
     invalid.push({
       rawName,
       reason:
-        `its definition is invalid (${describeProblems(parsed.error)}); the server's other tools are registered. ` +
+        `its definition is invalid (${describeProblems(parsed.issues)}); the server's other tools are registered. ` +
         `The server must list it with a valid definition (report it to its maintainer)` +
         (typeof name === 'string' ? `; "excludeTools": [${JSON.stringify(name)}] in its config silences this warning` : ''),
     });

@@ -4,10 +4,7 @@
  * server. The connection owns what is built; this file only makes it.
  */
 import { resolve as resolvePath } from 'node:path';
-import type { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { InMemoryTransport, SSEClientTransport, StreamableHTTPClientTransport, type FetchLike, type Transport } from '@modelcontextprotocol/client';
 import type { ServerConfig } from '../../machines/types.js';
 import { runHeadersHelper } from './headers-helper.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
@@ -15,7 +12,6 @@ import type { transportOf } from '../config/identity.js';
 import { childEnv, type EnvPolicy } from './env.js';
 import { HelperHeaders } from './helper-headers.js';
 import { configError, httpStatusOf, isPermanentStatus, protocolRejectionOf } from './errors.js';
-import { loadHttpSdk } from './http-sdk.js';
 import type { ProcessTracker } from './processes.js';
 import { sessionLossFetch, type SessionLoss } from './session-loss.js';
 import { StdioProcessTransport } from './stdio-transport.js';
@@ -58,7 +54,7 @@ export interface BuiltTransport {
   helper?: HelperHeaders;
 }
 
-/** Any object with `connect(transport)`: an SDK `McpServer` or low-level `Server`. */
+/** Any object with `connect(transport)`: an SDK `McpServer` or low-level `Server` (v1 or v2). */
 interface ConnectableServer {
   connect(transport: Transport): Promise<void>;
 }
@@ -96,7 +92,6 @@ export async function buildTransport(ctx: TransportContext): Promise<BuiltTransp
       return { transport: stdio, stdio };
     }
     case 'http': {
-      const { StreamableHTTPClientTransport } = await loadHttpSdk();
       const http = new StreamableHTTPClientTransport(serverUrl(ctx.server, config.url), {
         requestInit: { headers: { ...(config.headers ?? {}), ...helper?.headers } },
         fetch: sessionLossFetch((loss) => ctx.onSessionLoss(loss), recordingFetch(ctx, helper)),
@@ -112,7 +107,6 @@ export async function buildTransport(ctx: TransportContext): Promise<BuiltTransp
 
 /** An SSE transport for the entry: its own kind, or the fallback of an `http` entry. */
 export async function sseTransport(ctx: TransportContext, helper: HelperHeaders | undefined): Promise<SSEClientTransport> {
-  const { SSEClientTransport } = await loadHttpSdk();
   return new SSEClientTransport(serverUrl(ctx.server, ctx.config.url), {
     requestInit: { headers: { ...(ctx.config.headers ?? {}), ...helper?.headers } },
     fetch: recordingFetch(ctx, helper),

@@ -214,6 +214,8 @@ export class Connections {
         cwd: ws.root,
         timeoutMs: settings.connectTimeoutMs,
         ...(settings.protocol ? { protocol: settings.protocol } : {}),
+        // The era the last connection found: no probe this time (docs/protocol.md).
+        ...((p) => (p ? { prior: p } : {}))(ws.cache?.get(entry.fingerprint)?.protocol),
         // Slow starts are the machine's `connecting.slow`, not a failure, up to the start bound.
         backgroundStart: true,
         startTimeoutMs: entry.config.startTimeoutMs ?? settings.startTimeoutMs,
@@ -452,6 +454,7 @@ function listingOf(conn: LiveConnection): CachedListing {
     resources: conn.resources,
     resourceTemplates: conn.resourceTemplates,
     ...(conn.invalidTools.length > 0 ? { invalidTools: conn.invalidTools } : {}),
+    protocol: conn.protocol,
   };
 }
 

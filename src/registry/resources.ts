@@ -14,7 +14,7 @@
  * view with a template that matches it.
  */
 import deepEqual from 'fast-deep-equal';
-import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
+import { UriTemplate } from '@modelcontextprotocol/client';
 import type { Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
 import { notifyAll } from '../util/listeners.js';
 import { compareCodePoints } from './naming.js';

@@ -38,6 +38,6 @@ describe('http → SSE fallback (fallbackToSse)', () => {
   });
 
   it('without the flag the 404 is a connect failure, not a silent switch', async () => {
-    await expect(openConnection(desiredServer('strict', { type: 'http', url: fixture.sseUrl }), options())).rejects.toThrow(/failed to connect: Streamable HTTP error/);
+    await expect(openConnection(desiredServer('strict', { type: 'http', url: fixture.sseUrl }), options())).rejects.toThrow(/failed to connect: (Streamable HTTP error|Error POSTing to endpoint)/);
   });
 });

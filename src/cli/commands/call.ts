@@ -1,5 +1,5 @@
-import { DEFAULT_REQUEST_TIMEOUT_MSEC } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { ErrorCode as McpErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { DEFAULT_REQUEST_TIMEOUT_MSEC, type CallToolResult } from '@modelcontextprotocol/client';
+import { isRequestTimeout } from '../../connection/errors.js';
 import type { McpController } from '../../controller/controller.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
 import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
@@ -36,7 +36,7 @@ async function run(ctx: CliContext): Promise<number> {
   const call = (c: McpController): Promise<CallToolResult> =>
     c.callTool(tool, args, timeoutMs === undefined ? {} : { timeoutMs }).catch((err: unknown) => {
       // The SDK's own message ("Request timed out") names neither the tool nor the limit.
-      if (err instanceof McpError && err.code === McpErrorCode.RequestTimeout) {
+      if (isRequestTimeout(err)) {
         const limit = timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MSEC;
         throw new McpReconcilerError(ErrorCode.Timeout, `Tool ${tool} did not answer within ${limit} ms${timeoutMs === undefined ? ' (the default)' : ''}; the call was cancelled`, {
           hint: 'raise the limit with --timeout MS, or check the server with `mcp-reconciler status`',

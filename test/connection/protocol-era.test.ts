@@ -1,0 +1,99 @@
+/**
+ * The era a server was found to speak is remembered with its listing
+ * (docs/protocol.md): the next connect under `auto` goes straight to it, no
+ * probe; a remembered era the server now refuses is probed afresh once.
+ * Observed on the v2 HTTP fixture, which records every method it receives.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ProcessTracker } from '../../src/connection/processes.js';
+import { startV2HttpFixture, type V2HttpFixture } from '../fixtures/v2-http-fixture.js';
+import { desiredServer, stdioFixture } from '../helpers/fixtures.js';
+import { Harness, waitState } from '../controller/support.js';
+import { connectionCollector, expectNoSurvivors } from './support.js';
+
+const tracker = new ProcessTracker({ graceMs: 500 });
+const fixtures: V2HttpFixture[] = [];
+const dirs: string[] = [];
+const { connect, closeAll } = connectionCollector();
+const h = new Harness();
+const options = { generation: 1, tracker, cwd: process.cwd(), timeoutMs: 20_000 };
+
+async function v2Http(legacy: 'serve' | 'reject'): Promise<V2HttpFixture> {
+  const f = await startV2HttpFixture({ legacy });
+  fixtures.push(f);
+  return f;
+}
+
+afterAll(async () => {
+  await closeAll();
+  await h.cleanup();
+  await Promise.all(fixtures.map((f) => f.close()));
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  await expectNoSurvivors([tracker]);
+});
+
+describe('a remembered era', () => {
+  it('modern: adopted without a probe (no server/discover, no initialize)', async () => {
+    const f = await v2Http('reject');
+    const first = await connect(desiredServer('web', { type: 'http', url: f.url }), options);
+    expect(first.protocol.era).toBe('modern');
+    f.methods.length = 0;
+    const again = await connect(desiredServer('web', { type: 'http', url: f.url }), { ...options, prior: first.protocol });
+    expect(again.protocol.era).toBe('modern');
+    expect(again.tools.map((t) => t.name).sort()).toEqual(['add', 'echo']);
+    expect(f.methods).not.toContain('server/discover');
+    expect(f.methods).not.toContain('initialize');
+  });
+
+  it('legacy: initialize straight away, no probe', async () => {
+    const f = await v2Http('serve');
+    const conn = await connect(desiredServer('web-old', { type: 'http', url: f.url }), { ...options, prior: { era: 'legacy' } });
+    expect(conn.protocol.era).toBe('legacy');
+    expect(f.methods[0]).toBe('initialize');
+    expect(f.methods).not.toContain('server/discover');
+  });
+
+  it('a remembered era the server now refuses is probed afresh, once', async () => {
+    const f = await v2Http('reject');
+    const conn = await connect(desiredServer('upgraded', { type: 'http', url: f.url }), { ...options, prior: { era: 'legacy' } });
+    expect(conn.protocol.era).toBe('modern');
+    expect(f.methods.slice(0, 2)).toEqual(['initialize', 'server/discover']);
+    const stdio = await connect(stdioFixture('v2-stdio-server', { name: 'upgraded-stdio', env: { V2_LEGACY: 'reject' } }), { ...options, prior: { era: 'legacy' } });
+    expect(stdio.protocol.era).toBe('modern');
+  });
+
+  it('is ignored under a pin', async () => {
+    const f = await v2Http('serve');
+    const conn = await connect(desiredServer('pinned', { type: 'http', url: f.url, protocol: '2025-11-25' }), { ...options, prior: { era: 'modern', discover: { supportedVersions: ['2026-07-28'], capabilities: {} } } });
+    expect(conn.protocol.era).toBe('legacy');
+    expect(f.methods[0]).toBe('initialize');
+  });
+});
+
+describe('the listing cache keeps the era', () => {
+  it('a restarted controller connects with the cached era: no second probe', async () => {
+    const f = await v2Http('serve');
+    const cacheDir = mkdtempSync(join(tmpdir(), 'mcp-era-cache-'));
+    dirs.push(cacheDir);
+    const ws = h.workspace('mcp-era-');
+    const first = h.controller(ws, { listingCache: cacheDir });
+    await first.addRuntimeServer('web', { type: 'http', url: f.url });
+    await first.start();
+    await waitState(first, 'web', 'connected');
+    await first.dispose();
+    expect(f.methods.filter((m) => m === 'server/discover')).toHaveLength(1);
+    const [file] = readdirSync(cacheDir);
+    expect(JSON.parse(readFileSync(join(cacheDir, file!), 'utf8')).protocol).toMatchObject({ era: 'modern', discover: { supportedVersions: expect.arrayContaining(['2026-07-28']) } });
+
+    const second = h.controller(ws, { listingCache: cacheDir });
+    await second.addRuntimeServer('web', { type: 'http', url: f.url });
+    await second.start();
+    await waitState(second, 'web', 'connected');
+    expect(f.methods.filter((m) => m === 'server/discover')).toHaveLength(1);
+    expect(f.methods).not.toContain('initialize');
+    expect(second.tools().map((t) => t.name)).toEqual(expect.arrayContaining([expect.stringContaining('echo')]));
+  }, 60_000);
+});
