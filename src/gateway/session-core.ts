@@ -7,6 +7,7 @@
  * stateless) both bind these same functions to their SDK's server, so the
  * two revisions cannot drift apart (SPEC §15).
  */
+import { isRequestTimeout, isServerError } from '../connection/errors.js';
 import {
   ErrorCode as McpErrorCode,
   McpError,
@@ -158,11 +159,12 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
         });
       } catch (err) {
         if (err instanceof McpReconcilerError && TOOL_ERROR_CODES.has(err.code)) return errorResult(names.rename(err.message, registryName, name));
-        if (err instanceof McpError && err.code === McpErrorCode.RequestTimeout) {
+        if (isRequestTimeout(err)) {
           return errorResult(`Tool ${name} did not answer within ${callTimeoutMs} ms without progress; the gateway cancelled the call. Start the gateway with a larger --call-timeout MS if the tool needs longer.`);
         }
-        // The managed server's own protocol errors (invalid params, …) reach the client as they were sent.
-        if (err instanceof McpError) throw err;
+        // The managed server's own protocol errors (invalid params, …) reach the client as they were sent
+        // (SDK v2's ProtocolError from the connection layer; both lanes' servers send its code, message and data).
+        if (err instanceof McpError || isServerError(err)) throw err;
         return errorResult(`Tool ${name} failed: ${describeError(err)}`);
       } finally {
         endCall();
