@@ -100,6 +100,11 @@ export class Cluster {
     this.announcer.start();
   }
 
+  /** A session opened or closed here: announce the new count now. */
+  sessionsChanged(): void {
+    this.announcer?.refresh();
+  }
+
   private recovered(): void {
     if (!this.down || this.closed) return;
     this.down = false;

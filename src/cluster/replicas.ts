@@ -45,6 +45,12 @@ export class ReplicaAnnouncer {
     this.timer = setInterval(beat, HEARTBEAT_MS).unref();
   }
 
+  /** Announce now, not at the next beat: a session opened or closed, and `status --cluster` should see it at once. */
+  refresh(): void {
+    if (this.timer === undefined) return;
+    void this.announce().catch(() => undefined);
+  }
+
   private async announce(): Promise<void> {
     const info: ReplicaInfo = { id: this.id, host: hostname(), pid: process.pid, startedAt: this.startedAt, at: new Date().toISOString(), ...this.describe() };
     await this.redis.set(this.keys.replica(this.id), JSON.stringify(info), { PX: TTL_MS });
@@ -54,6 +60,7 @@ export class ReplicaAnnouncer {
   /** Stop announcing and leave the list. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    this.timer = undefined;
     await this.redis.del(this.keys.replica(this.id)).catch(() => undefined);
     await this.redis.sRem(this.keys.replicas, this.id).catch(() => undefined);
   }

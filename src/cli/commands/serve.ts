@@ -309,7 +309,11 @@ async function run(ctx: CliContext): Promise<number> {
         ...(args.token ? { token: args.token } : {}),
         ...(args.callTimeoutMs !== undefined ? { callTimeoutMs: args.callTimeoutMs } : {}),
         ...(args.sessionIdleTimeoutMs !== undefined ? { sessionIdleTimeoutMs: args.sessionIdleTimeoutMs } : {}),
-        onSession: (e) => log(`session ${e.id} ${e.type === 'open' ? 'opened' : 'closed'}${e.type === 'open' && e.scope ? ` (servers: ${[...e.scope].join(', ') || 'none'})` : ''}${closeNote(e.reason)}`),
+        onSession: (e) => {
+          log(`session ${e.id} ${e.type === 'open' ? 'opened' : 'closed'}${e.type === 'open' && e.scope ? ` (servers: ${[...e.scope].join(', ') || 'none'})` : ''}${closeNote(e.reason)}`);
+          // The session map is updated after this call returns.
+          if (cluster) setImmediate(() => cluster.sessionsChanged());
+        },
       });
       log(`listening on ${http.url}`);
       if (cluster) {
