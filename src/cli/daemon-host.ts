@@ -10,7 +10,8 @@ import { describeReason, shellQuote } from '../controller/messages.js';
 import { formatIssue } from '../config/sources.js';
 import { connectDaemon, controlHello, DAEMON_IDLE_TIMEOUT_MS, greet, startDaemon, type DaemonWorkspace, type ResolvedSession, type SessionRequest } from '../daemon/index.js';
 import { describeError } from '../errors.js';
-import { GatewayPool, GATEWAY_IDLE_TIMEOUT_MS } from '../gateway/pool.js';
+import { GatewayPool } from '../gateway/pool.js';
+import { gatewayControllerOptions } from '../gateway/controller-options.js';
 import { parseTimeoutMs, type CliContext } from './command.js';
 import { controllerOptionsFor } from './controller-session.js';
 import { cliBuild, cliDaemonPaths, globalOf } from './daemon-link.js';
@@ -47,15 +48,7 @@ function createWorkspace(ctx: CliContext, args: ServeArgs, log: (line: string) =
   let pool: GatewayPool | undefined;
   const { options, cleanup } = controllerOptionsFor(ctx, {
     watch: true,
-    onDemand: true,
-    ...(args.lazy ? { startup: 'lazy' as const } : {}),
-    ...(args.exposure ? { toolExposure: args.exposure } : {}),
-    idleTimeoutMs: args.idleTimeoutMs ?? GATEWAY_IDLE_TIMEOUT_MS,
-    onElicitation: (server, request, opts) => pool?.elicit(server, request, opts) ?? { action: 'decline' },
-    onSampling: (server, request, opts) => {
-      if (!pool) throw new Error('the daemon is not ready');
-      return pool.sample(server, request, opts);
-    },
+    ...gatewayControllerOptions(args, () => pool, 'the daemon'),
   });
   const controller = createMcpController(options);
   const where = ctx.global.root;

@@ -3,12 +3,12 @@
  * how to start the daemon detached, and the session request a shim sends
  * (docs/daemon.md).
  */
-import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { buildIdentity, daemonDir, daemonPaths, ensurePrivateDir, type BuildIdentity, type DaemonPaths } from '../daemon/paths.js';
+import { realpathSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { buildIdentity, daemonDir, daemonPaths, type BuildIdentity, type DaemonPaths } from '../daemon/paths.js';
 import type { SessionRequest } from '../daemon/protocol.js';
-import type { SpawnedDaemon } from '../daemon/client.js';
+import { spawnDetachedDaemon, type SpawnedDaemon } from '../daemon/client.js';
+import { findOwnPackage } from '../util/own-package.js';
 import { resolvePreset } from '../config/presets.js';
 import type { CliContext, GlobalOptions } from './command.js';
 import { BIN } from './args.js';
@@ -23,30 +23,12 @@ export function entryScript(): string {
   }
 }
 
-function packageVersion(script: string): string {
-  let dir = dirname(script);
-  for (;;) {
-    const candidate = join(dir, 'package.json');
-    if (existsSync(candidate)) {
-      try {
-        const pkg = JSON.parse(readFileSync(candidate, 'utf8')) as { name?: string; version?: string };
-        if (pkg.name === BIN && pkg.version) return pkg.version;
-      } catch {
-        // not ours; keep walking
-      }
-    }
-    const up = dirname(dir);
-    if (up === dir) return 'unknown';
-    dir = up;
-  }
-}
-
 let build: BuildIdentity | undefined;
 
 /** This build's identity (version and a stamp of the bin file). */
 export function cliBuild(): BuildIdentity {
   const script = entryScript();
-  build ??= buildIdentity(script, packageVersion(script));
+  build ??= buildIdentity(script, findOwnPackage(dirname(script))?.version ?? 'unknown');
   return build;
 }
 
@@ -62,25 +44,7 @@ export function cliDaemonPaths(env: NodeJS.ProcessEnv): DaemonPaths {
  * would have passed them) and its output appended to the daemon log.
  */
 export function spawnDaemon(paths: DaemonPaths, env: NodeJS.ProcessEnv): SpawnedDaemon {
-  ensurePrivateDir(paths.dir);
-  // Appended to, and started afresh once it passed 1 MiB: a log must not grow for ever.
-  let size = 0;
-  try {
-    size = statSync(paths.log).size;
-  } catch {
-    // no log yet
-  }
-  const log = openSync(paths.log, size > 1024 * 1024 ? 'w' : 'a', 0o600);
-  let exit: { code: number | null; signal: string | null } | undefined;
-  try {
-    const child = spawn(process.execPath, [entryScript(), 'daemon'], { detached: true, stdio: ['ignore', log, log], env, cwd: paths.dir });
-    child.once('exit', (code, signal) => (exit = { code, signal }));
-    child.once('error', (err) => (exit = { code: null, signal: err.message }));
-    child.unref();
-    return { pid: child.pid, exited: () => exit };
-  } finally {
-    closeSync(log);
-  }
+  return spawnDetachedDaemon(paths, entryScript(), env);
 }
 
 /** What a shim sends for its session: its options as parsed, without `--shared`. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -9,6 +9,7 @@ import { FORMAT_NAMES, isFormatName } from '../config/formats.js';
 import { defaultInputsPath } from '../config/input-store.js';
 import { presets, resolvePreset } from '../config/presets.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
+import { findOwnPackage } from '../util/own-package.js';
 import { BIN, checkPositionals, foldAliases, helpLines, helpWidth, optionRows, parseDefs, positionalRows, usageOf, type CliOptions, type OptionDefs, type OptionValues } from './args.js';
 import type { CliCommand, CliIo, GlobalOptions } from './command.js';
 import { commands as defaultCommands } from './commands/index.js';
@@ -79,22 +80,7 @@ function commandHelp(c: CliCommand): string {
 }
 
 function version(): string {
-  // Walk up from this file to the package's own package.json (src/ and dist/src/ differ in depth).
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const candidate = join(dir, 'package.json');
-    if (existsSync(candidate)) {
-      try {
-        const pkg = JSON.parse(readFileSync(candidate, 'utf8')) as { name?: string; version?: string };
-        if (pkg.name === BIN && pkg.version) return pkg.version;
-      } catch {
-        // not ours; keep walking
-      }
-    }
-    const up = dirname(dir);
-    if (up === dir) return 'unknown';
-    dir = up;
-  }
+  return findOwnPackage(dirname(fileURLToPath(import.meta.url)))?.version ?? 'unknown';
 }
 
 function strings(v: OptionValues[string]): string[] {

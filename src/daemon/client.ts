@@ -3,7 +3,8 @@
  * start it when absent (detached, under a lock so two clients racing to
  * start it start one), and say hello.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync, statSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { acquireFileLock } from '../util/file-lock.js';
@@ -17,6 +18,32 @@ export const DAEMON_START_TIMEOUT_MS = 20_000;
 export interface SpawnedDaemon {
   pid: number | undefined;
   exited(): { code: number | null; signal: string | null } | undefined;
+}
+
+/**
+ * Start the daemon of `bin` detached (its own session: a client's Ctrl-C or
+ * exit does not reach it), with `env`, its output appended to the daemon log
+ * (started afresh once it passed 1 MiB: a log must not grow for ever).
+ */
+export function spawnDetachedDaemon(paths: DaemonPaths, bin: string, env: NodeJS.ProcessEnv): SpawnedDaemon {
+  ensurePrivateDir(paths.dir);
+  let size = 0;
+  try {
+    size = statSync(paths.log).size;
+  } catch {
+    // no log yet
+  }
+  const log = openSync(paths.log, size > 1024 * 1024 ? 'w' : 'a', 0o600);
+  let exit: { code: number | null; signal: string | null } | undefined;
+  try {
+    const child = spawn(process.execPath, [bin, 'daemon'], { detached: true, stdio: ['ignore', log, log], env, cwd: paths.dir });
+    child.once('exit', (code, signal) => (exit = { code, signal }));
+    child.once('error', (err) => (exit = { code: null, signal: err.message }));
+    child.unref();
+    return { pid: child.pid, exited: () => exit };
+  } finally {
+    closeSync(log);
+  }
 }
 
 /** Connect to the unix socket at `path`; rejects with the errno error (ENOENT, ECONNREFUSED, …). */

@@ -7,8 +7,7 @@
  * (`mcp__<server>__<tool>`), and a daemon loss fails the calls in flight and
  * reconnects by itself (docs/daemon.md).
  */
-import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,8 +19,9 @@ import { defaultApprovalsPath } from '../approvals/store.js';
 import { defaultInputsPath } from '../config/input-store.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { notifyAll } from '../util/listeners.js';
-import { connectDaemon, greet, type SpawnedDaemon } from './client.js';
-import { buildIdentity, daemonDir, daemonPaths, ensurePrivateDir, type DaemonPaths } from './paths.js';
+import { findOwnPackage } from '../util/own-package.js';
+import { connectDaemon, greet, spawnDetachedDaemon, type SpawnedDaemon } from './client.js';
+import { buildIdentity, daemonDir, daemonPaths, type DaemonPaths } from './paths.js';
 import { DAEMON_PROTOCOL, type SessionRequest } from './protocol.js';
 
 /** Options of `createMcpController({ shared: true, … })`: what `serve --stdio --shared` takes on its command line. */
@@ -91,17 +91,10 @@ class SocketTransport implements Transport {
 
 /** This package's bin and version, found from this module's place in it. */
 function ownPackage(): { bin: string; version: string } {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const candidate = join(dir, 'package.json');
-    if (existsSync(candidate)) {
-      const pkg = JSON.parse(readFileSync(candidate, 'utf8')) as { name?: string; version?: string; bin?: Record<string, string> };
-      if (pkg.name === 'mcp-reconciler' && pkg.bin?.['mcp-reconciler']) return { bin: join(dir, pkg.bin['mcp-reconciler']), version: pkg.version ?? 'unknown' };
-    }
-    const up = dirname(dir);
-    if (up === dir) throw new McpReconcilerError(ErrorCode.ConnectFailed, 'cannot find the mcp-reconciler package (its bin runs the daemon)', { hint: 'pass bin: the path of dist/cli/main.js' });
-    dir = up;
-  }
+  const pkg = findOwnPackage(dirname(fileURLToPath(import.meta.url)));
+  const bin = pkg?.bin['mcp-reconciler'];
+  if (!pkg || !bin) throw new McpReconcilerError(ErrorCode.ConnectFailed, 'cannot find the mcp-reconciler package (its bin runs the daemon)', { hint: 'pass bin: the path of dist/cli/main.js' });
+  return { bin: join(pkg.dir, bin), version: pkg.version };
 }
 
 /**
@@ -156,18 +149,7 @@ export class SharedMcpController {
   }
 
   private spawnDaemon(): SpawnedDaemon {
-    ensurePrivateDir(this.paths.dir);
-    const log = openSync(this.paths.log, 'a', 0o600);
-    let exit: { code: number | null; signal: string | null } | undefined;
-    try {
-      const child = spawn(process.execPath, [this.bin, 'daemon'], { detached: true, stdio: ['ignore', log, log], env: this.env, cwd: this.paths.dir });
-      child.once('exit', (code, signal) => (exit = { code, signal }));
-      child.once('error', (err) => (exit = { code: null, signal: err.message }));
-      child.unref();
-      return { pid: child.pid, exited: () => exit };
-    } finally {
-      closeSync(log);
-    }
+    return spawnDetachedDaemon(this.paths, this.bin, this.env);
   }
 
   private async connect(): Promise<void> {

@@ -23,3 +23,4 @@ export { createSessionCore, type SessionCore, type CallContext } from './session
 export { startHttpGateway, MCP_PATH, GATEWAY_SESSION_IDLE_TIMEOUT_MS, type HttpGateway, type HttpGatewayOptions, type SessionCloseReason } from './http.js';
 export { parseServerList, scopeFromRequest, inScope, describeScope, SCOPE_HEADERS, SCOPE_QUERY_PARAM, type SessionScope } from './scope.js';
 export { BoundedEventStore } from './event-store.js';
+export { gatewayControllerOptions } from './controller-options.js';

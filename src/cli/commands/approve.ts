@@ -53,14 +53,7 @@ async function decide(ctx: CliContext, decision: 'approved' | 'rejected'): Promi
     });
   }
   const ws = await loadWorkspace(ctx.global, ctx.io);
-  // Own keys only: `approve toString` must not find Object.prototype.toString.
-  const entry = getOwn(ws.assembled.desired, server);
-  if (!entry) {
-    const known = Object.keys(ws.assembled.desired);
-    throw new McpReconcilerError(ErrorCode.UnknownServer, `no MCP server named "${server}" is configured in ${ctx.global.root}`, {
-      hint: known.length ? `configured servers: ${known.join(', ')}` : 'check `mcp-reconciler config`',
-    });
-  }
+  const entry = configuredEntry(ws.assembled.desired, server, ctx.global.root);
   if (!isGated(entry)) {
     throw new McpReconcilerError(ErrorCode.Usage, `"${server}" comes from the ${entry.scope} scope, which needs no approval`, {
       hint: decision === 'rejected' ? 'to keep it down, add it to `mcp.excluded` in your settings' : 'it connects without one',
@@ -103,13 +96,7 @@ async function approveTools(ctx: CliContext, server: string, timeout: number | u
     if (!(err instanceof McpReconcilerError) || err.code !== ErrorCode.NoWatch || !/no `mcp-reconciler watch` is running/.test(err.message)) throw err;
   }
   const ws = await loadWorkspace(ctx.global, ctx.io);
-  const entry = getOwn(ws.assembled.desired, server);
-  if (!entry) {
-    const known = Object.keys(ws.assembled.desired);
-    throw new McpReconcilerError(ErrorCode.UnknownServer, `no MCP server named "${server}" is configured in ${ctx.global.root}`, {
-      hint: known.length ? `configured servers: ${known.join(', ')}` : 'check `mcp-reconciler config`',
-    });
-  }
+  const entry = configuredEntry(ws.assembled.desired, server, ctx.global.root);
   const root = await canonicalRoot(ctx.global.root);
   const definitions = new ToolDefinitions(defaultListingCacheDir(), root, (err) => {
     throw err;
@@ -155,3 +142,13 @@ export const rejectCommand: CliCommand = {
   options: { ...clusterOptions },
   run: (ctx) => decide(ctx, 'rejected'),
 };
+
+/** `server`'s entry in the desired map (own keys only: `approve toString` must not find Object.prototype.toString). */
+function configuredEntry<E>(desired: Record<string, E>, server: string, root: string): E {
+  const entry = getOwn(desired, server);
+  if (entry) return entry;
+  const known = Object.keys(desired);
+  throw new McpReconcilerError(ErrorCode.UnknownServer, `no MCP server named "${server}" is configured in ${root}`, {
+    hint: known.length ? `configured servers: ${known.join(', ')}` : 'check `mcp-reconciler config`',
+  });
+}

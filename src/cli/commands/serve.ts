@@ -231,7 +231,7 @@ async function run(ctx: CliContext): Promise<number> {
   }
   // The session goes to the user's daemon, which runs the servers for every session (docs/daemon.md).
   if (ctx.values.shared === true) return (await import('../shared-serve.js')).runSharedStdio(ctx);
-  const { GatewayPool, GATEWAY_IDLE_TIMEOUT_MS, serveStdio, startHttpGateway } = await import('../../gateway/index.js');
+  const { GatewayPool, gatewayControllerOptions, serveStdio, startHttpGateway } = await import('../../gateway/index.js');
   // stdout may be the protocol channel: everything human goes to stderr.
   const log = (line: string): void => void io.stderr.write(`mcp-reconciler serve: ${line}\n`);
   // Only with --cluster: without it nothing of Redis is loaded (docs/cluster.md).
@@ -251,17 +251,9 @@ async function run(ctx: CliContext): Promise<number> {
     watch: true,
     // The pool's sessions decide what runs: a server starts when a session's scope takes it and
     // stops idle-timeout ms after the last such session left; one nobody names never starts.
-    onDemand: true,
-    ...(args.lazy ? { startup: 'lazy' as const } : {}),
-    ...(args.exposure ? { toolExposure: args.exposure } : {}),
+    ...gatewayControllerOptions(args, () => pool, 'the gateway'),
     ...(cluster ? { approvals: cluster.approvals, listingCacheSecondLevel: cluster.listings } : {}),
     ...(cluster?.tokens ? { oauth: { tokenStore: cluster.tokens } } : {}),
-    idleTimeoutMs: args.idleTimeoutMs ?? GATEWAY_IDLE_TIMEOUT_MS,
-    onElicitation: (server, request, opts) => pool?.elicit(server, request, opts) ?? { action: 'decline' },
-    onSampling: (server, request, opts) => {
-      if (!pool) throw new Error('the gateway is not ready');
-      return pool.sample(server, request, opts);
-    },
   });
   const controller = createMcpController(options);
   const session = untilStopped(ctx);
