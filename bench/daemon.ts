@@ -22,7 +22,7 @@ import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ms, mb, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
-import { markedPids, RUN_MARKER, WORKER_MARKER } from './support/proc.js';
+import { markedPids, RUN_MARKER, WORKER_MARKER, rssOf } from './support/proc.js';
 import { FIXTURE, loadSdk, serverNames } from './support/servers.js';
 import { median, ratio } from './support/stats.js';
 import { runAsWorker } from './support/worker.js';
@@ -89,14 +89,6 @@ function cmdline(pid: number): string {
   }
 }
 
-function rssOf(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
 
 function census(): { serverProcesses: number; rssBytes: number; processes: number } {
   const pids = ownProcesses();

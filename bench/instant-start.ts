@@ -22,6 +22,7 @@
  * is filled once per N by a worker of its own. NODE_EXTRA_CA_CERTS is unset
  * for both sides (benchEnv).
  */
+import { rssOf } from './support/proc.js';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -72,14 +73,6 @@ interface Sample {
 
 // ── worker half ─────────────────────────────────────────────────────────────
 
-function rssOf(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
 
 /** This process and all its descendants (the servers, and their children). */
 function treePids(root: number): number[] {

@@ -99,3 +99,13 @@ export function machineBusyMs(): number {
     return 0;
   }
 }
+
+/** A process's resident set in bytes; 0 once it is gone. */
+export function rssOf(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
