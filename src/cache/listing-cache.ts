@@ -18,7 +18,10 @@
  * version 1 file (tools and prompts only) is still read; its listing has no
  * resources, so they register once the server answers. `invalidTools` is an
  * optional field of version 2 (older files have none), and so is `protocol`
- * (the era negotiated, docs/protocol.md).
+ * (the era negotiated, docs/protocol.md), and `tokens` (the token count of
+ * each tool definition as registered, docs/context-budget.md): a warm start
+ * reports them without loading the tokenizer. A file without counts (or
+ * with malformed ones) still loads; its tools are counted when asked.
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
@@ -26,6 +29,8 @@ import deepEqual from 'fast-deep-equal';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { appDir, isPlainObject, writeFileAtomic } from '../util/persist.js';
 import { readTrusted } from '../util/file-trust.js';
+import { registeredToolName } from '../registry/naming.js';
+import { knownTokenCount, seedDefinitionTokens, tokenKey, definitionText } from '../registry/tokens.js';
 
 /**
  * The protocol era a server was last spoken to in (docs/protocol.md): the
@@ -54,6 +59,12 @@ export interface CachedListing {
   invalidTools?: { rawName: string; reason: string }[];
   /** The protocol era the listing was taken in; absent: not known (probe). */
   protocol?: ProtocolVerdict;
+  /**
+   * Token counts of the tool definitions as registered, by `tokenKey` of the
+   * counted text (so a stale count never applies). Only counts that were
+   * already known when the listing was stored; absent: none.
+   */
+  tokens?: Record<string, number>;
 }
 
 /** The version this code writes; {@link READABLE_VERSIONS} are read. */
@@ -94,11 +105,29 @@ export function parseFile(text: string, fingerprint: string): CachedListing | un
   if (Array.isArray(invalidTools) && invalidTools.length > 0) listing.invalidTools = invalidTools as CachedListing['invalidTools'];
   // A malformed era is no era: the connect probes, as without one.
   if (isVerdict(protocol)) listing.protocol = protocol;
+  // Malformed counts are no counts: the tools are counted when asked, as without them.
+  if (isCounts(doc.tokens)) listing.tokens = doc.tokens;
   if (doc.version === 1) return listing;
   if (!Array.isArray(resources) || !Array.isArray(resourceTemplates)) return undefined;
   if (!resources.every((r) => isPlainObject(r) && typeof r.uri === 'string' && typeof r.name === 'string')) return undefined;
   if (!resourceTemplates.every((t) => isPlainObject(t) && typeof t.uriTemplate === 'string' && typeof t.name === 'string')) return undefined;
   return { ...listing, resources: resources as Resource[], resourceTemplates: resourceTemplates as ResourceTemplate[] };
+}
+
+function isCounts(v: unknown): v is Record<string, number> {
+  return isPlainObject(v) && Object.values(v).every((n) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0);
+}
+
+/** The counts already known of `server`'s tools as they register: peeked, never counted (no tokenizer load). */
+function knownCounts(server: string, tools: readonly Tool[]): Record<string, number> | undefined {
+  let out: Record<string, number> | undefined;
+  for (const t of tools) {
+    const text = definitionText({ name: registeredToolName(server, t.name), description: t.description, inputSchema: t.inputSchema });
+    const key = tokenKey(text);
+    const n = knownTokenCount(key);
+    if (n !== undefined) (out ??= {})[key] = n; // keys are base64url hashes: never `__proto__`
+  }
+  return out;
 }
 
 /**
@@ -139,6 +168,8 @@ export class ListingCache {
   private readonly writing = new Map<string, Promise<void>>();
   /** The latest listing waiting to be written after the write in progress. */
   private readonly queued = new Map<string, { server: string; listing: CachedListing }>();
+  /** The server each stored fingerprint was listed for: {@link flush} stores token counts counted since. */
+  private readonly servers = new Map<string, string>();
 
   constructor(private readonly options: ListingCacheOptions) {}
 
@@ -170,7 +201,10 @@ export class ListingCache {
           listing = await this.options.second.get(fp).catch((err: unknown) => void this.options.onError?.(err));
         }
         // A store() that landed while we read is newer than the file.
-        if (listing && !this.memory.has(fp)) this.memory.set(fp, listing);
+        if (listing && !this.memory.has(fp)) {
+          this.memory.set(fp, listing);
+          if (listing.tokens) seedDefinitionTokens(listing.tokens);
+        }
       }),
     );
   }
@@ -198,7 +232,9 @@ export class ListingCache {
       resourceTemplates: [...(listing.resourceTemplates ?? this.memory.get(fingerprint)?.resourceTemplates ?? [])],
       ...(listing.invalidTools?.length ? { invalidTools: listing.invalidTools.map((t) => ({ rawName: t.rawName, reason: t.reason })) } : {}),
       ...((p) => (p ? { protocol: p } : {}))(listing.protocol ?? this.memory.get(fingerprint)?.protocol),
+      ...((t) => (t ? { tokens: t } : {}))(knownCounts(server, listing.tools)),
     };
+    this.servers.set(fingerprint, server);
     const before = this.memory.get(fingerprint);
     this.memory.set(fingerprint, copy);
     const second = this.options.second;
@@ -218,6 +254,11 @@ export class ListingCache {
 
   /** Wait for every background write (controller disposal). */
   async flush(): Promise<void> {
+    // Counts read since a listing was stored (a `status`, say) go to the file, so the next start reports them without the tokenizer.
+    for (const [fp, server] of this.servers) {
+      const listing = this.memory.get(fp);
+      if (listing) this.store(fp, server, listing);
+    }
     while (this.writing.size > 0) await Promise.allSettled([...this.writing.values()]);
   }
 

@@ -32,6 +32,8 @@ function fileSchema() {
         .object({
           allowed: names.optional().describe('Only these servers may connect; `[]` denies all.'),
           excluded: names.optional().describe('These servers must not connect.'),
+          pinToolDefinitions: z.boolean().optional().describe("Hold back every server's tool definition changes until approved (a server's own pinToolDefinitions wins)."),
+          pinnedTools: names.optional().describe("Raw tool names every server keeps in the tool list under a budget (a server's own pinnedTools wins)."),
         })
         .optional(),
       profiles: z
@@ -57,6 +59,8 @@ function fileSchema() {
         .describe('Per-tool policy over registered names (mcp__<server>__<tool>); every file\'s deny list applies.'),
       'mcp.allowed': names.optional(),
       'mcp.excluded': names.optional(),
+      'mcp.pinToolDefinitions': z.boolean().optional(),
+      'mcp.pinnedTools': names.optional(),
     })
     .describe('mcp-reconciler config file (SPEC §2).');
 }

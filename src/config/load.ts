@@ -76,6 +76,24 @@ function readSettings(root: Record<string, unknown>, doc: ParsedText, atPath: re
       code: ErrorCode.ConfigInvalid,
     });
   }
+  for (const key of ['pinToolDefinitions', 'pinnedTools'] as const) {
+    const fromNested = nested !== undefined && nested[key] !== undefined;
+    const raw = fromNested ? nested[key] : root[`mcp.${key}`];
+    if (raw === undefined || raw === null) continue;
+    if (key === 'pinToolDefinitions' && typeof raw === 'boolean') settings.pinToolDefinitions = raw;
+    else if (key === 'pinnedTools' && Array.isArray(raw) && raw.every((x) => typeof x === 'string')) settings.pinnedTools = [...raw];
+    else {
+      const pos = doc.locate([...atPath, ...(fromNested ? ['mcp', key] : [`mcp.${key}`])]);
+      issues.push({
+        file,
+        line: pos?.line,
+        column: pos?.column,
+        field: `mcp.${key}`,
+        message: key === 'pinToolDefinitions' ? 'must be true or false; ignored' : 'must be a list of tool names as the server lists them; ignored',
+        code: ErrorCode.ConfigInvalid,
+      });
+    }
+  }
   const profiles = readProfiles(root.profiles, (path, message) => {
     const pos = doc.locate([...atPath, 'profiles', ...path]);
     issues.push({ file, line: pos?.line, column: pos?.column, field: ['profiles', ...path].join('.'), message, code: ErrorCode.ConfigInvalid });

@@ -9,7 +9,7 @@ import type { DesiredMap, DesiredServer, ServerConfig } from '../../machines/typ
 import { ConfigReader, configSources } from '../config/reader.js';
 import { resolvePreset, type Preset } from '../config/presets.js';
 import type { ConfigSource } from '../config/sources.js';
-import type { ComputedGating } from '../gating/compute.js';
+import type { ComputedGating, SourceSettings } from '../gating/compute.js';
 import { canonicalRoot, defaultApprovalsPath, FileApprovalStore } from '../approvals/store.js';
 import { defaultProcessStatePath } from '../connection/process-records.js';
 import { ProcessTracker } from '../connection/processes.js';
@@ -490,12 +490,22 @@ export class McpController {
     return selectTools(tools, this.exposure(), { usage: this.usage.snapshot(), ...(options.found ? { found: options.found } : {}) });
   }
 
+  /**
+   * A settings file's `mcp` default for every server (docs/tool-definitions.md):
+   * of the files that set it, the highest scope's (the settings come lowest scope first).
+   */
+  private settingsDefault<K extends 'pinToolDefinitions' | 'pinnedTools'>(key: K): SourceSettings[K] | undefined {
+    let value: SourceSettings[K] | undefined;
+    for (const s of this.switches.settings) if (s.settings[key] !== undefined) value = s.settings[key];
+    return value;
+  }
+
   /** The `toolExposure` option with the config's `pinnedTools` of each server after its own pinned names. */
   private exposure(): McpControllerOptions['toolExposure'] {
     const exposure = this.options.toolExposure;
     if (!exposure) return undefined;
     const fromConfig = Object.values(this.ws.desired).flatMap((e) => {
-      const raw = new Set(e.config.pinnedTools ?? []);
+      const raw = new Set(e.config.pinnedTools ?? this.settingsDefault('pinnedTools') ?? []);
       return raw.size ? this.ws.registry.toolsOf(e.name).filter((t) => raw.has(t.rawName)).map((t) => t.name) : [];
     });
     return fromConfig.length ? { ...exposure, pinnedTools: [...(exposure.pinnedTools ?? []), ...fromConfig] } : exposure;
@@ -625,7 +635,7 @@ export class McpController {
 
   /** What of a listing registers: drift is recorded, and with a pin held back (docs/tool-definitions.md). */
   private reviewTools(name: string, entry: DesiredServer, tools: Tool[]): Tool[] {
-    const pin = entry.config.pinToolDefinitions ?? this.options.pinToolDefinitions ?? false;
+    const pin = entry.config.pinToolDefinitions ?? this.settingsDefault('pinToolDefinitions') ?? this.options.pinToolDefinitions ?? false;
     const before = this.definitions.drift(name, entry.fingerprint);
     const out = this.definitions.review(name, entry.fingerprint, tools, pin);
     const after = this.definitions.drift(name, entry.fingerprint);

@@ -11,6 +11,10 @@ export interface SourceSettings {
   profiles?: Record<string, ProfileDefinition>;
   /** Tool permissions (docs/manage.md): `deny` globs over registered names hide those tools. */
   permissions?: ToolPermissions;
+  /** `mcp.pinToolDefinitions` (docs/tool-definitions.md): the default of every server without its own. */
+  pinToolDefinitions?: boolean;
+  /** `mcp.pinnedTools`: raw tool names kept in the tool list under a budget, of every server without its own list. */
+  pinnedTools?: string[];
 }
 
 /** Globs over registered tool names (`mcp__<server>__<tool>`, `*` any run of characters). */

@@ -8,8 +8,8 @@
  * The tokenizer (a 2 MB rank table) is loaded on the first count only, so a
  * host that never asks for tokens never pays for it.
  */
+import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { boundedMemo } from '../util/bounded-memo.js';
 
 /** The encoding every count uses. */
 export const TOKEN_ENCODING = 'o200k_base';
@@ -47,12 +47,52 @@ export function countTokens(text: string): number {
   return counter(text);
 }
 
-/** Counts by definition text, so a relisted, unchanged definition is not counted again. */
-const countText = boundedMemo(50_000, (text: string) => countTokens(text));
+/** At most this many counts are kept (then all are forgotten): tool definitions are a small working set. */
+const MAX_KNOWN = 50_000;
+
+/** Counts by {@link tokenKey} of the definition text: counted here, or told by {@link seedDefinitionTokens}. */
+const known = new Map<string, number>();
+
+/**
+ * The key a definition's count is kept (and cached, SPEC §12) under: a hash
+ * of the text {@link countDefinitionTokens} counts, so a count never outlives
+ * a change of name, description or schema.
+ */
+export function tokenKey(text: string): string {
+  return createHash('sha256').update(text).digest('base64url').slice(0, 22);
+}
 
 /** Tokens of one tool definition (name + description + input schema as JSON), cached per definition. */
 export function countDefinitionTokens(def: ToolDefinitionText): number {
-  return countText(definitionText(def));
+  const text = definitionText(def);
+  const key = tokenKey(text);
+  let n = known.get(key);
+  if (n === undefined) {
+    n = countTokens(text);
+    remember(key, n);
+  }
+  return n;
+}
+
+/** The count kept under `key` ({@link tokenKey}) if known already (counted or seeded): never loads the tokenizer. */
+export function knownTokenCount(key: string): number | undefined {
+  return known.get(key);
+}
+
+/**
+ * Counts known from elsewhere (the listing cache, SPEC §12), by
+ * {@link tokenKey}: a definition with a known count is not tokenized again.
+ * Anything but a non-negative integer is ignored.
+ */
+export function seedDefinitionTokens(counts: Readonly<Record<string, unknown>>): void {
+  for (const [key, n] of Object.entries(counts)) {
+    if (typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 && !known.has(key)) remember(key, n);
+  }
+}
+
+function remember(key: string, n: number): void {
+  if (known.size >= MAX_KNOWN) known.clear();
+  known.set(key, n);
 }
 
 /**

@@ -39,3 +39,15 @@ describe('pinnedTools in a server entry', () => {
     expect(c.exposedTools().tools.map((t) => t.name)).toEqual(['mcp__files__move_file']);
   });
 });
+
+describe('pinnedTools in a settings file', () => {
+  it('pin the raw names of every server without its own list', async () => {
+    const ws = h.workspace();
+    const files = { command: process.execPath, args: [modulePath('@modelcontextprotocol/server-filesystem/dist/index.js'), ws.root] };
+    const file = ws.writeUserSettings({ mcp: { pinnedTools: ['move_file'] }, mcpServers: { files } });
+    const c = h.controller(ws, { listingCache: false, sources: [{ scope: 'user', path: file }], toolExposure: { mode: 'auto', maxTools: 3 } });
+    await c.start();
+    expect(c.tools().length).toBeGreaterThan(3);
+    expect(c.exposedTools().tools.map((t) => t.name)).toEqual(['mcp__files__move_file']);
+  });
+});
