@@ -5,7 +5,7 @@ import type { CallToolResult, GetPromptResult, ReadResourceResult, Root, Tool } 
 import { reconcilerMachine } from '../../machines/reconciler.machine.js';
 import { isInTransit, stateNameOf } from '../../machines/reason.js';
 import { slowStartOf, type ServerContext } from '../../machines/server.machine.js';
-import type { DesiredMap, DesiredServer, ServerConfig } from '../../machines/types.js';
+import { GATED_SCOPES, type DesiredMap, type DesiredServer, type Scope, type ServerConfig } from '../../machines/types.js';
 import { ConfigReader, configSources } from '../config/reader.js';
 import { resolvePreset, type Preset } from '../config/presets.js';
 import type { ConfigSource } from '../config/sources.js';
@@ -500,6 +500,26 @@ export class McpController {
     return value;
   }
 
+  /**
+   * `pinToolDefinitions` for `entry`: its own value, else the highest-scope
+   * settings file's, else the controller option. A pin is a protection the
+   * user sets; like gating it only narrows as trust drops, so a `false` from a
+   * checked-in project or workspace file (entry or settings) never lifts a
+   * pin set by the user's own settings or the host (docs/tool-definitions.md).
+   */
+  private pinFor(entry: DesiredServer): boolean {
+    const userPin = this.options.pinToolDefinitions === true || this.switches.settings.some((s) => !GATED_SCOPES.has(s.scope) && s.settings.pinToolDefinitions === true);
+    const lifts = (value: boolean | undefined, scope: Scope): boolean => value === false && userPin && GATED_SCOPES.has(scope);
+    const own = entry.config.pinToolDefinitions;
+    if (own !== undefined && !lifts(own, entry.scope)) return own;
+    let fromFiles: boolean | undefined;
+    for (const s of this.switches.settings) {
+      const v = s.settings.pinToolDefinitions;
+      if (v !== undefined && !lifts(v, s.scope)) fromFiles = v;
+    }
+    return fromFiles ?? this.options.pinToolDefinitions ?? userPin;
+  }
+
   /** The `toolExposure` option with the config's `pinnedTools` of each server after its own pinned names. */
   private exposure(): McpControllerOptions['toolExposure'] {
     const exposure = this.options.toolExposure;
@@ -635,7 +655,7 @@ export class McpController {
 
   /** What of a listing registers: drift is recorded, and with a pin held back (docs/tool-definitions.md). */
   private reviewTools(name: string, entry: DesiredServer, tools: Tool[]): Tool[] {
-    const pin = entry.config.pinToolDefinitions ?? this.settingsDefault('pinToolDefinitions') ?? this.options.pinToolDefinitions ?? false;
+    const pin = this.pinFor(entry);
     const before = this.definitions.drift(name, entry.fingerprint);
     const out = this.definitions.review(name, entry.fingerprint, tools, pin);
     const after = this.definitions.drift(name, entry.fingerprint);

@@ -35,3 +35,28 @@ describe('pinToolDefinitions in a settings file', () => {
     expect(row(c, 'own').toolDrift).toMatchObject({ added: ['late'], held: false });
   });
 });
+
+describe('a pin the user set', () => {
+  it('is not lifted by a checked-in project file: its own pinToolDefinitions: false and its mcp section are ignored for that', async () => {
+    const ws = h.workspace();
+    const user = ws.writeUserSettings({ mcp: { pinToolDefinitions: true } });
+    const project = ws.writeMcpJson({
+      proj: { ...stdioFixtureConfig('list-changed-server'), env: { FIXTURE_NAME: 'proj' }, pinToolDefinitions: false },
+    });
+    const c = h.controller(ws, {
+      listingCache: false,
+      sources: [
+        { scope: 'user', path: user },
+        { scope: 'project', path: project },
+      ],
+    });
+    await c.start();
+    await c.approve('proj');
+    await waitFor(() => row(c, 'proj').status === 'connected', 'the approved project server to connect');
+
+    await c.callTool('mcp__proj__add_tool', { name: 'late' });
+    await waitFor(() => row(c, 'proj').toolDrift?.added.includes('late') === true, 'the new tool to be recorded as drift');
+    expect(row(c, 'proj').toolDrift).toMatchObject({ added: ['late'], held: true });
+    expect(toolNames(c)).not.toContain('mcp__proj__late');
+  });
+});
