@@ -21,12 +21,12 @@ import {
   extractWWWAuthenticateParams,
   type OAuthClientProvider,
   type OAuthDiscoveryState,
-} from '@modelcontextprotocol/sdk/client/auth.js';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+} from '@modelcontextprotocol/client';
+import type { FetchLike } from '@modelcontextprotocol/client';
 import type { DesiredServer, ServerOAuthConfig } from '../../machines/types.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import { CrossAppAccessProvider, type AuthorizationGrantHandler } from './cross-app-access.js';
-import { startLoopback, type LoopbackReceiver } from './loopback.js';
+import { startLoopback, type AuthorizationRedirect, type LoopbackReceiver } from './loopback.js';
 import { clientCredentialsProvider, StoredOAuthProvider } from './oauth-provider.js';
 import { credentialKey, serializeInProcess, type TokenStore } from './token-store.js';
 import { hasUserAuthorization, isServerOAuth } from './applies.js';
@@ -528,7 +528,7 @@ export class OAuthManager {
     const timeoutMs = explicit?.timeoutMs ?? this.opts.authorizationTimeoutMs ?? DEFAULT_AUTHORIZATION_TIMEOUT_MS;
     const timer = setTimeout(() => abort.abort(new Error(`nobody completed the authorization within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
     if (!explicit) timer.unref();
-    let codePromise: Promise<string> | undefined;
+    let codePromise: Promise<AuthorizationRedirect> | undefined;
     let hookDone: Promise<void> = Promise.resolve();
     let markStarted: () => void = () => {};
     const started = new Promise<void>((resolve) => (markStarted = resolve));
@@ -553,8 +553,9 @@ export class OAuthManager {
         let result = await auth(provider, base);
         if (result !== 'AUTHORIZED') {
           if (!codePromise) throw new Error('the SDK asked for a redirect but gave no authorization URL');
-          const code = await codePromise;
-          result = await auth(provider, { ...base, authorizationCode: code });
+          const { code, iss } = await codePromise;
+          // The SDK compares `iss` with the recorded issuer (RFC 9207) before it redeems the code.
+          result = await auth(provider, { ...base, authorizationCode: code, ...(iss !== undefined ? { iss } : {}) });
         }
         return result === 'AUTHORIZED';
       } catch (err) {
