@@ -416,9 +416,26 @@ export class OAuthManager {
     base: { serverUrl: string; resourceMetadataUrl?: URL; fetchFn: FetchLike },
   ): Promise<{ issuer: string; discovery: OAuthDiscoveryState; fetchFn: FetchLike }> {
     const config = entry.config.oauth;
-    const cached = await provider?.discoveryState?.();
+    let cached = await provider?.discoveryState?.();
     let issuer = cached?.authorizationServerUrl;
     let resourceMetadata = cached?.resourceMetadata;
+    if (issuer) {
+      // The MCP server may have moved to another authorization server (SEP-2352): its
+      // metadata is read again, and on a change the registration, tokens and discovery
+      // recorded for the old one are dropped so the new one is registered with afresh.
+      const current = await discoverOAuthProtectedResourceMetadata(
+        base.serverUrl,
+        base.resourceMetadataUrl ? { resourceMetadataUrl: base.resourceMetadataUrl } : undefined,
+        base.fetchFn,
+      ).catch(() => undefined);
+      const named = current?.authorization_servers?.[0];
+      if (named !== undefined && named !== issuer) {
+        await provider?.invalidateCredentials?.('all');
+        cached = undefined;
+        issuer = named;
+        resourceMetadata = current;
+      }
+    }
     if (!issuer) {
       try {
         resourceMetadata = await discoverOAuthProtectedResourceMetadata(
