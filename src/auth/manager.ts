@@ -16,6 +16,7 @@
  */
 import {
   auth,
+  computeScopeUnion,
   discoverAuthorizationServerMetadata,
   discoverOAuthProtectedResourceMetadata,
   extractWWWAuthenticateParams,
@@ -322,7 +323,9 @@ export class OAuthManager {
       const header = response.headers.get('www-authenticate') ?? '';
       if (session.lastStepUp === header) return undefined;
       session.lastStepUp = header;
-      return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
+      // Ask for the scope already granted as well, so the step-up does not lose it (SEP-2350).
+      const wanted = scope ? computeScopeUnion(session.provider?.tokens()?.scope, scope) : undefined;
+      return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(wanted ? { scope: wanted } : {}) };
     }
     return undefined;
   }
