@@ -450,7 +450,8 @@ export class OAuthManager {
       } catch {
         // No RFC 9728 metadata: the MCP server's origin is the authorization server (the SDK's fallback too).
       }
-      issuer ??= String(new URL('/', base.serverUrl));
+      // The origin, without a trailing slash: the SDK compares the metadata's issuer with it exactly (RFC 8414 §3.3).
+      issuer ??= new URL(base.serverUrl).origin;
     }
     const origins = new Set([new URL(base.serverUrl).origin, requireSecureEndpoint(name, issuer, 'authorization server').origin]);
     const recorded = await this.recordedAuthorizationServer(session, config);
