@@ -24,6 +24,7 @@ import {
   type OAuthDiscoveryState,
 } from '@modelcontextprotocol/client';
 import type { FetchLike } from '@modelcontextprotocol/client';
+import { discoverAuthorizationServerMetadata as discoverLegacyAuthorizationServerMetadata } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { DesiredServer, ServerOAuthConfig } from '../../machines/types.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import { CrossAppAccessProvider, type AuthorizationGrantHandler } from './cross-app-access.js';
@@ -420,6 +421,7 @@ export class OAuthManager {
   ): Promise<{ issuer: string; discovery: OAuthDiscoveryState; fetchFn: FetchLike }> {
     const config = entry.config.oauth;
     let cached = await provider?.discoveryState?.();
+    let legacy = false;
     let issuer = cached?.authorizationServerUrl;
     let resourceMetadata = cached?.resourceMetadata;
     if (issuer) {
@@ -451,12 +453,19 @@ export class OAuthManager {
         // No RFC 9728 metadata: the MCP server's origin is the authorization server (the SDK's fallback too).
       }
       // The origin, without a trailing slash: the SDK compares the metadata's issuer with it exactly (RFC 8414 §3.3).
-      issuer ??= new URL(base.serverUrl).origin;
+      if (!issuer) {
+        issuer = new URL(base.serverUrl).origin;
+        legacy = true;
+      }
     }
     const origins = new Set([new URL(base.serverUrl).origin, requireSecureEndpoint(name, issuer, 'authorization server').origin]);
     const recorded = await this.recordedAuthorizationServer(session, config);
     requireBoundIssuer(name, issuer, config, recorded);
-    const metadata = cached?.authorizationServerMetadata ?? (await discoverAuthorizationServerMetadata(issuer, { fetchFn: base.fetchFn }));
+    // A 2025-03-26 server (no protected-resource metadata) may serve metadata whose issuer is
+    // not its origin; that revision allowed it, so SDK v1's unchecked discovery reads it (v2 has no unchecked one).
+    const metadata =
+      cached?.authorizationServerMetadata ??
+      (legacy ? await discoverLegacyAuthorizationServerMetadata(issuer, { fetchFn: base.fetchFn }) : await discoverAuthorizationServerMetadata(issuer, { fetchFn: base.fetchFn }));
     for (const field of ['authorization_endpoint', 'token_endpoint', 'registration_endpoint', 'revocation_endpoint'] as const) {
       const value = (metadata as Record<string, unknown> | undefined)?.[field];
       if (typeof value === 'string') origins.add(requireSecureEndpoint(name, value, `${field} of ${issuer}`).origin);
