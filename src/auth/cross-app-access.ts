@@ -28,9 +28,9 @@ import {
   parseErrorResponse,
   type OAuthClientProvider,
   type OAuthDiscoveryState,
-} from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+} from '@modelcontextprotocol/client';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/client';
+import type { FetchLike } from '@modelcontextprotocol/client';
 
 export const TOKEN_EXCHANGE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const JWT_BEARER_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
@@ -111,7 +111,7 @@ export async function requestJwtAuthorizationGrant(options: RequestJwtAuthorizat
   });
   if (!response.ok) {
     const refusal = await parseErrorResponse(response);
-    throw new Error(`the identity provider refused the token exchange (HTTP ${response.status}): ${refusal.errorCode}${refusal.message ? ` — ${refusal.message}` : ''}`, {
+    throw new Error(`the identity provider refused the token exchange (HTTP ${response.status}): ${refusal.code}${refusal.message ? ` — ${refusal.message}` : ''}`, {
       cause: refusal,
     });
   }

@@ -23,8 +23,15 @@ export class AuthorizationRedirectError extends Error {
   }
 }
 
+/** What the redirect delivered: the code, and the `iss` the authorization server named (RFC 9207), if any. */
+export interface AuthorizationRedirect {
+  code: string;
+  /** Form-urldecoded `iss` of the redirect; the SDK checks it against the recorded issuer before redeeming the code. */
+  iss: string | undefined;
+}
+
 interface Pending {
-  resolve(code: string): void;
+  resolve(redirect: AuthorizationRedirect): void;
   reject(err: Error): void;
 }
 
@@ -39,7 +46,7 @@ export interface LoopbackReceiver {
    * (with its code, or rejected with the authorization server's error), or
    * rejects when `signal` aborts or the receiver closes.
    */
-  expect(state: string, signal?: AbortSignal): Promise<string>;
+  expect(state: string, signal?: AbortSignal): Promise<AuthorizationRedirect>;
   close(): Promise<void>;
 }
 
@@ -87,7 +94,7 @@ export async function startLoopback(port = 0, options: { keepAlive?: boolean } =
     pending.delete(state);
     if (code) {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE('Authorized', 'mcp-reconciler received the authorization. You can close this window.'));
-      waiter.resolve(code);
+      waiter.resolve({ code, iss: url.searchParams.get('iss') ?? undefined });
     } else {
       const description = url.searchParams.get('error_description');
       const what = `${oauthError ?? 'no code in the redirect'}${description ? `: ${description}` : ''}`;
@@ -110,8 +117,8 @@ export async function startLoopback(port = 0, options: { keepAlive?: boolean } =
   return {
     redirectUrl: `http://127.0.0.1:${actualPort}${CALLBACK_PATH}`,
     port: actualPort,
-    expect(state: string, signal?: AbortSignal): Promise<string> {
-      return new Promise<string>((resolve, reject) => {
+    expect(state: string, signal?: AbortSignal): Promise<AuthorizationRedirect> {
+      return new Promise<AuthorizationRedirect>((resolve, reject) => {
         if (signal?.aborted) {
           reject(signal.reason instanceof Error ? signal.reason : new AuthorizationRedirectError('the authorization was cancelled'));
           return;
@@ -122,9 +129,9 @@ export async function startLoopback(port = 0, options: { keepAlive?: boolean } =
         };
         signal?.addEventListener('abort', onAbort, { once: true });
         pending.set(state, {
-          resolve: (code) => {
+          resolve: (redirect) => {
             signal?.removeEventListener('abort', onAbort);
-            resolve(code);
+            resolve(redirect);
           },
           reject: (err) => {
             signal?.removeEventListener('abort', onAbort);

@@ -16,17 +16,19 @@
  */
 import {
   auth,
+  computeScopeUnion,
   discoverAuthorizationServerMetadata,
   discoverOAuthProtectedResourceMetadata,
   extractWWWAuthenticateParams,
   type OAuthClientProvider,
   type OAuthDiscoveryState,
-} from '@modelcontextprotocol/sdk/client/auth.js';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+} from '@modelcontextprotocol/client';
+import type { FetchLike } from '@modelcontextprotocol/client';
+import { discoverAuthorizationServerMetadata as discoverLegacyAuthorizationServerMetadata } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { DesiredServer, ServerOAuthConfig } from '../../machines/types.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
 import { CrossAppAccessProvider, type AuthorizationGrantHandler } from './cross-app-access.js';
-import { startLoopback, type LoopbackReceiver } from './loopback.js';
+import { startLoopback, type AuthorizationRedirect, type LoopbackReceiver } from './loopback.js';
 import { clientCredentialsProvider, StoredOAuthProvider } from './oauth-provider.js';
 import { credentialKey, serializeInProcess, type TokenStore } from './token-store.js';
 import { hasUserAuthorization, isServerOAuth } from './applies.js';
@@ -322,7 +324,9 @@ export class OAuthManager {
       const header = response.headers.get('www-authenticate') ?? '';
       if (session.lastStepUp === header) return undefined;
       session.lastStepUp = header;
-      return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
+      // Ask for the scope already granted as well, so the step-up does not lose it (SEP-2350).
+      const wanted = scope ? computeScopeUnion(session.provider?.tokens()?.scope, scope) : undefined;
+      return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(wanted ? { scope: wanted } : {}) };
     }
     return undefined;
   }
@@ -416,9 +420,27 @@ export class OAuthManager {
     base: { serverUrl: string; resourceMetadataUrl?: URL; fetchFn: FetchLike },
   ): Promise<{ issuer: string; discovery: OAuthDiscoveryState; fetchFn: FetchLike }> {
     const config = entry.config.oauth;
-    const cached = await provider?.discoveryState?.();
+    let cached = await provider?.discoveryState?.();
+    let legacy = false;
     let issuer = cached?.authorizationServerUrl;
     let resourceMetadata = cached?.resourceMetadata;
+    if (issuer) {
+      // The MCP server may have moved to another authorization server (SEP-2352): its
+      // metadata is read again, and on a change the registration, tokens and discovery
+      // recorded for the old one are dropped so the new one is registered with afresh.
+      const current = await discoverOAuthProtectedResourceMetadata(
+        base.serverUrl,
+        base.resourceMetadataUrl ? { resourceMetadataUrl: base.resourceMetadataUrl } : undefined,
+        base.fetchFn,
+      ).catch(() => undefined);
+      const named = current?.authorization_servers?.[0];
+      if (named !== undefined && named !== issuer) {
+        await provider?.invalidateCredentials?.('all');
+        cached = undefined;
+        issuer = named;
+        resourceMetadata = current;
+      }
+    }
     if (!issuer) {
       try {
         resourceMetadata = await discoverOAuthProtectedResourceMetadata(
@@ -430,12 +452,20 @@ export class OAuthManager {
       } catch {
         // No RFC 9728 metadata: the MCP server's origin is the authorization server (the SDK's fallback too).
       }
-      issuer ??= String(new URL('/', base.serverUrl));
+      // The origin, without a trailing slash: the SDK compares the metadata's issuer with it exactly (RFC 8414 §3.3).
+      if (!issuer) {
+        issuer = new URL(base.serverUrl).origin;
+        legacy = true;
+      }
     }
     const origins = new Set([new URL(base.serverUrl).origin, requireSecureEndpoint(name, issuer, 'authorization server').origin]);
     const recorded = await this.recordedAuthorizationServer(session, config);
     requireBoundIssuer(name, issuer, config, recorded);
-    const metadata = cached?.authorizationServerMetadata ?? (await discoverAuthorizationServerMetadata(issuer, { fetchFn: base.fetchFn }));
+    // A 2025-03-26 server (no protected-resource metadata) may serve metadata whose issuer is
+    // not its origin; that revision allowed it, so SDK v1's unchecked discovery reads it (v2 has no unchecked one).
+    const metadata =
+      cached?.authorizationServerMetadata ??
+      (legacy ? await discoverLegacyAuthorizationServerMetadata(issuer, { fetchFn: base.fetchFn }) : await discoverAuthorizationServerMetadata(issuer, { fetchFn: base.fetchFn }));
     for (const field of ['authorization_endpoint', 'token_endpoint', 'registration_endpoint', 'revocation_endpoint'] as const) {
       const value = (metadata as Record<string, unknown> | undefined)?.[field];
       if (typeof value === 'string') origins.add(requireSecureEndpoint(name, value, `${field} of ${issuer}`).origin);
@@ -528,7 +558,7 @@ export class OAuthManager {
     const timeoutMs = explicit?.timeoutMs ?? this.opts.authorizationTimeoutMs ?? DEFAULT_AUTHORIZATION_TIMEOUT_MS;
     const timer = setTimeout(() => abort.abort(new Error(`nobody completed the authorization within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
     if (!explicit) timer.unref();
-    let codePromise: Promise<string> | undefined;
+    let codePromise: Promise<AuthorizationRedirect> | undefined;
     let hookDone: Promise<void> = Promise.resolve();
     let markStarted: () => void = () => {};
     const started = new Promise<void>((resolve) => (markStarted = resolve));
@@ -553,8 +583,9 @@ export class OAuthManager {
         let result = await auth(provider, base);
         if (result !== 'AUTHORIZED') {
           if (!codePromise) throw new Error('the SDK asked for a redirect but gave no authorization URL');
-          const code = await codePromise;
-          result = await auth(provider, { ...base, authorizationCode: code });
+          const { code, iss } = await codePromise;
+          // The SDK compares `iss` with the recorded issuer (RFC 9207) before it redeems the code.
+          result = await auth(provider, { ...base, authorizationCode: code, ...(iss !== undefined ? { iss } : {}) });
         }
         return result === 'AUTHORIZED';
       } catch (err) {

@@ -11,8 +11,8 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
-import type { OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { OAuthDiscoveryState } from '@modelcontextprotocol/client';
+import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/client';
 import { withFileLock } from '../util/file-lock.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { appDir, writeFileAtomic } from '../util/persist.js';

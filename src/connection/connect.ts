@@ -526,13 +526,20 @@ class Connection implements LiveConnection {
     // outputSchema, and the registry must report those as a contract violation.
     // On the new wire an input-required result is answered through our
     // elicitation/sampling/roots handlers inside this one call (the SDK retries it).
-    return this.client.request(
-      { method: 'tools/call', params: { name: rawName, arguments: args ?? {} } },
-      // With a progress callback the SDK sends a progressToken; progress keeps a long call alive.
-      opts.onprogress
-        ? { ...requestOptions(opts, undefined), onprogress: opts.onprogress, resetTimeoutOnProgress: true }
-        : requestOptions(opts, undefined),
-    ) as Promise<unknown> as Promise<CallToolResult>;
+    // With a progress callback the SDK sends a progressToken; progress keeps a long call alive.
+    const options = opts.onprogress
+      ? { ...requestOptions(opts, undefined), onprogress: opts.onprogress, resetTimeoutOnProgress: true }
+      : requestOptions(opts, undefined);
+    const params = { name: rawName, arguments: args ?? {} };
+    const listed = this.tools.find((t) => t.name === rawName);
+    if (listed) {
+      // Through `client.callTool` with the listed definition minus its outputSchema: the SDK
+      // sends the SEP-2243 `Mcp-Param-*` headers of its `x-mcp-header` parameters (new wire,
+      // HTTP) and, with no outputSchema, leaves the result's contract to the registry.
+      const { outputSchema: _unchecked, ...toolDefinition } = listed;
+      return this.client.callTool(params, { ...options, toolDefinition: toolDefinition as CallToolDefinition }) as Promise<unknown> as Promise<CallToolResult>;
+    }
+    return this.client.request({ method: 'tools/call', params }, options) as Promise<unknown> as Promise<CallToolResult>;
   }
 
   close(): Promise<void> {
@@ -618,10 +625,38 @@ class Connection implements LiveConnection {
       const caps = this.client.getServerCapabilities();
       if (!(caps?.tools === undefined && isMethodNotFound(err))) throw err;
     }
-    const { tools, invalid } = checkToolDefinitions(raw);
+    const { tools: checked, invalid } = checkToolDefinitions(raw);
+    const tools = this.withoutInvalidHeaderTools(checked, invalid);
     this.tools = tools;
     this.invalidTools = invalid;
     return tools;
+  }
+
+  /**
+   * SEP-2243 (new wire over HTTP): a tool whose input schema declares an
+   * invalid `x-mcp-header` is left out of the listing, as the SDK's own
+   * `listTools()` does. Ours lists through `request()` (lenient, see
+   * tool-definitions.ts), so the SDK's filter is called on the checked tools:
+   * its rules stay the SDK's. Its method is internal (`_`-prefixed), hence
+   * the guard: a SDK without it leaves the listing as it is.
+   */
+  private withoutInvalidHeaderTools(tools: Tool[], invalid: InvalidTool[]): Tool[] {
+    const exclude = (this.client as unknown as { _excludeInvalidXMcpHeaderTools?: (r: { tools: Tool[] }) => void })._excludeInvalidXMcpHeaderTools;
+    if (typeof exclude !== 'function') return tools;
+    const result = { tools };
+    exclude.call(this.client, result);
+    if (result.tools.length === tools.length) return tools;
+    const kept = new Set(result.tools);
+    for (const t of tools) {
+      if (kept.has(t)) continue;
+      invalid.push({
+        rawName: t.name,
+        reason:
+          `its input schema declares an invalid "x-mcp-header" (SEP-2243), so it cannot be called over HTTP on protocol 2026-07-28; the server's other tools are registered. ` +
+          `The server must fix the declaration (report it to its maintainer); "excludeTools": [${JSON.stringify(t.name)}] in its config silences this warning`,
+      });
+    }
+    return result.tools;
   }
 
   private async fetchPrompts(options: { signal?: AbortSignal; timeout: number }): Promise<Prompt[]> {
@@ -779,3 +814,6 @@ export async function openConnection(entry: DesiredServer, opts: ConnectOptions)
   await connection.open();
   return connection;
 }
+
+/** The tool definition `client.callTool` takes (our `Tool` is the spec type, its schema typed more loosely). */
+type CallToolDefinition = NonNullable<Parameters<Client['callTool']>[1]>['toolDefinition'];

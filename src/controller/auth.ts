@@ -1,6 +1,6 @@
 import { stateNameOf } from '../../machines/reason.js';
 import type { DesiredServer } from '../../machines/types.js';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { FetchLike } from '@modelcontextprotocol/client';
 import { hasUserAuthorization, isServerOAuth } from '../auth/applies.js';
 import type { OAuthManager } from '../auth/manager.js';
 import { getOwn } from '../util/own.js';

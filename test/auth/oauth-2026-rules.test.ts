@@ -1,0 +1,71 @@
+/**
+ * The OAuth rules of protocol revision 2026-07-28 against the loopback
+ * authorization server (test/fixtures/oauth-fixture.ts): the registration
+ * names the client's `application_type` (SEP-837), and the redirect's `iss`
+ * is checked against the recorded issuer before the code is redeemed
+ * (RFC 9207, SEP-2468). docs/oauth.md.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { McpController } from '../../src/index.js';
+import { startOAuthFixture, type OAuthFixture, type OAuthFixtureOptions } from '../fixtures/oauth-fixture.js';
+import { authTestController, stateOf } from './support.js';
+
+/** What a browser does: open the URL, follow the redirect to the loopback receiver. */
+async function browser(_server: string, url: URL): Promise<void> {
+  const authorize = await fetch(url, { redirect: 'manual' });
+  const location = authorize.headers.get('location');
+  if (!location) throw new Error(`no redirect from ${url.href} (${authorize.status})`);
+  await (await fetch(location)).text();
+}
+
+describe('OAuth, 2026-07-28 rules', () => {
+  let fixture: OAuthFixture | undefined;
+  let dir: string;
+  const controllers: McpController[] = [];
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'mcp-oauth26-'));
+  });
+  afterEach(async () => {
+    await Promise.all(controllers.splice(0).map((c) => c.dispose()));
+    await fixture?.close();
+    fixture = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function signIn(options: OAuthFixtureOptions): Promise<{ c: McpController; f: OAuthFixture; warnings: string[] }> {
+    const f = (fixture = await startOAuthFixture(options));
+    const warnings: string[] = [];
+    const c = authTestController(dir, { oauth: {}, onAuthorizationUrl: browser, logger: { warn: (m) => warnings.push(m), error: () => {} } });
+    controllers.push(c);
+    await c.addRuntimeServer('remote', { type: 'http', url: f.url });
+    await c.start();
+    return { c, f, warnings };
+  }
+
+  it('registers as a native application (loopback redirect) and accepts the matching iss', async () => {
+    const { c, f } = await signIn({ responseIss: 'issuer' });
+    expect(stateOf(c)?.state).toBe('connected');
+    expect(f.registrations).toHaveLength(1);
+    expect(f.registrations[0]).toMatchObject({ application_type: 'native' });
+    expect(f.counts.authorization_code).toBe(1);
+  });
+
+  it('does not redeem a code whose redirect names another issuer', async () => {
+    const { c, f, warnings } = await signIn({ responseIss: 'https://evil.example' });
+    expect(f.counts.authorize).toBe(1);
+    // The mix-up defence: the code is never sent to the token endpoint.
+    expect(f.counts.authorization_code).toBe(0);
+    expect(stateOf(c)?.state).toBe('needs_auth');
+    expect(warnings.join('\n')).toMatch(/iss/i);
+  });
+
+  it('does not redeem a code whose redirect lacks iss when the server advertises it', async () => {
+    const { c, f } = await signIn({ responseIss: 'omit' });
+    expect(f.counts.authorization_code).toBe(0);
+    expect(stateOf(c)?.state).toBe('needs_auth');
+  });
+});
