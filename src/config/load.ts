@@ -57,42 +57,25 @@ function descend(value: Record<string, unknown>, at: readonly string[]): Record<
 function readSettings(root: Record<string, unknown>, doc: ParsedText, atPath: readonly string[], file: string, issues: ConfigIssue[]): SourceSettings {
   const settings: SourceSettings = {};
   const nested = isPlainObject(root.mcp) ? root.mcp : undefined;
-  for (const key of ['allowed', 'excluded'] as const) {
+  const isNames = (raw: unknown): raw is string[] => Array.isArray(raw) && raw.every((x) => typeof x === 'string');
+  // Each `mcp` key: how to check its value, and what to say when it is wrong.
+  const keys = {
+    allowed: [isNames, 'must be a list of server names; ignored'],
+    excluded: [isNames, 'must be a list of server names; ignored'],
+    pinToolDefinitions: [(raw: unknown): raw is boolean => typeof raw === 'boolean', 'must be true or false; ignored'],
+    pinnedTools: [isNames, 'must be a list of tool names as the server lists them; ignored'],
+  } as const;
+  for (const [key, [valid, message]] of Object.entries(keys) as [keyof typeof keys, (typeof keys)[keyof typeof keys]][]) {
     // The nested form wins over the flat dotted key when a file has both.
     const fromNested = nested !== undefined && nested[key] !== undefined;
     const raw = fromNested ? nested[key] : root[`mcp.${key}`];
     if (raw === undefined || raw === null) continue;
-    if (Array.isArray(raw) && raw.every((x) => typeof x === 'string')) {
-      settings[key] = [...raw];
+    if (valid(raw)) {
+      (settings as Record<string, unknown>)[key] = Array.isArray(raw) ? [...raw] : raw;
       continue;
     }
     const pos = doc.locate([...atPath, ...(fromNested ? ['mcp', key] : [`mcp.${key}`])]);
-    issues.push({
-      file,
-      line: pos?.line,
-      column: pos?.column,
-      field: `mcp.${key}`,
-      message: 'must be a list of server names; ignored',
-      code: ErrorCode.ConfigInvalid,
-    });
-  }
-  for (const key of ['pinToolDefinitions', 'pinnedTools'] as const) {
-    const fromNested = nested !== undefined && nested[key] !== undefined;
-    const raw = fromNested ? nested[key] : root[`mcp.${key}`];
-    if (raw === undefined || raw === null) continue;
-    if (key === 'pinToolDefinitions' && typeof raw === 'boolean') settings.pinToolDefinitions = raw;
-    else if (key === 'pinnedTools' && Array.isArray(raw) && raw.every((x) => typeof x === 'string')) settings.pinnedTools = [...raw];
-    else {
-      const pos = doc.locate([...atPath, ...(fromNested ? ['mcp', key] : [`mcp.${key}`])]);
-      issues.push({
-        file,
-        line: pos?.line,
-        column: pos?.column,
-        field: `mcp.${key}`,
-        message: key === 'pinToolDefinitions' ? 'must be true or false; ignored' : 'must be a list of tool names as the server lists them; ignored',
-        code: ErrorCode.ConfigInvalid,
-      });
-    }
+    issues.push({ file, line: pos?.line, column: pos?.column, field: `mcp.${key}`, message, code: ErrorCode.ConfigInvalid });
   }
   const profiles = readProfiles(root.profiles, (path, message) => {
     const pos = doc.locate([...atPath, 'profiles', ...path]);
