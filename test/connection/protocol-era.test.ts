@@ -7,32 +7,14 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { ProcessTracker } from '../../src/connection/processes.js';
-import { startV2HttpFixture, type V2HttpFixture } from '../fixtures/v2-http-fixture.js';
+import { describe, expect, it } from 'vitest';
+import { protocolSuite } from './protocol-suite.js';
 import { desiredServer, stdioFixture } from '../helpers/fixtures.js';
-import { Harness, waitState } from '../controller/support.js';
-import { connectionCollector, expectNoSurvivors } from './support.js';
+import { waitState } from '../controller/support.js';
 
-const tracker = new ProcessTracker({ graceMs: 500 });
-const fixtures: V2HttpFixture[] = [];
 const dirs: string[] = [];
-const { connect, closeAll } = connectionCollector();
-const h = new Harness();
-const options = { generation: 1, tracker, cwd: process.cwd(), timeoutMs: 20_000 };
-
-async function v2Http(legacy: 'serve' | 'reject'): Promise<V2HttpFixture> {
-  const f = await startV2HttpFixture({ legacy });
-  fixtures.push(f);
-  return f;
-}
-
-afterAll(async () => {
-  await closeAll();
-  await h.cleanup();
-  await Promise.all(fixtures.map((f) => f.close()));
+const { connect, h, options, v2Http } = protocolSuite(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  await expectNoSurvivors([tracker]);
 });
 
 describe('a remembered era', () => {

@@ -5,34 +5,16 @@
  * permanent (`failed` at once, with the reason and the fix). A default v2
  * server (both revisions) gets the newest revision.
  */
-import { afterAll, describe, expect, it } from 'vitest';
-import { ProcessTracker } from '../../src/connection/processes.js';
+import { describe, expect, it } from 'vitest';
+import { protocolSuite } from './protocol-suite.js';
 import { protocolRejectionOf } from '../../src/connection/errors.js';
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, UnsupportedProtocolVersionError } from '@modelcontextprotocol/client';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { startV2HttpFixture, type V2HttpFixture } from '../fixtures/v2-http-fixture.js';
 import { desiredServer, stdioFixture, stdioFixtureConfig } from '../helpers/fixtures.js';
-import { Harness, cli, row, waitState } from '../controller/support.js';
-import { connectionCollector, connectError, expectNoSurvivors, firstText } from './support.js';
+import { cli, row, waitState } from '../controller/support.js';
+import { connectError, firstText } from './support.js';
 
-const tracker = new ProcessTracker({ graceMs: 500 });
-const fixtures: V2HttpFixture[] = [];
-const { connect, closeAll } = connectionCollector();
-const h = new Harness();
-const options = { generation: 1, tracker, cwd: process.cwd(), timeoutMs: 20_000 };
-
-async function v2Http(legacy: 'serve' | 'reject'): Promise<V2HttpFixture> {
-  const f = await startV2HttpFixture({ legacy });
-  fixtures.push(f);
-  return f;
-}
-
-afterAll(async () => {
-  await closeAll();
-  await h.cleanup();
-  await Promise.all(fixtures.map((f) => f.close()));
-  await expectNoSurvivors([tracker]);
-});
+const { connect, h, options, v2Http } = protocolSuite();
 
 /** The permanent protocol error, naming the server's revision and the fix. */
 function expectProtocolRejection(err: { code: string; permanent: boolean; message: string; hint: string | undefined; details: Readonly<Record<string, unknown>> }, server: string): void {
