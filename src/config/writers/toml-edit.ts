@@ -57,7 +57,9 @@ export function addTomlServer(text: string, path: readonly string[], name: strin
   const body = Object.entries(entry).map(([k, v]) => `${tomlKey(k)} = ${tomlValue(v)}`);
   const block = [header, ...body].join(eol) + eol;
   if (text === '') return block;
-  return `${text}${text.endsWith('\n') ? '' : eol}${eol}${block}`;
+  // A file whose last line has no line ending keeps that style: the new table becomes that last line.
+  if (!text.endsWith('\n')) return `${text}${eol}${eol}${block.slice(0, -eol.length)}`;
+  return `${text}${eol}${block}`;
 }
 
 /** A table header line `[a.b]` as its keys, or `undefined` (array tables and other lines). */
@@ -113,7 +115,9 @@ export function removeTomlServer(text: string, path: readonly string[], name: st
   let to = end;
   if (from > 0 && isBlank(lines[from - 1]!)) from--;
   else if (to < lines.length && isBlank(lines[to]!)) to++;
-  return [...lines.slice(0, from), ...lines.slice(to)].join('');
+  const rest = [...lines.slice(0, from), ...lines.slice(to)].join('');
+  // The table was the file's last line, without a line ending: so is the line now last.
+  return to === lines.length && !lines[lines.length - 1]!.endsWith('\n') ? rest.replace(/\r?\n$/, '') : rest;
 }
 
 /** The lines of the table `[<path>]` itself (not its sub-tables): `[start, end)`, `start` being the header. */
