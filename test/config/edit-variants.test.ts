@@ -137,7 +137,8 @@ const stdio: ServerSpec = { command: 'node', args: ['server.js', '--root', '.'],
 async function roundTrip(preset: string, scope: EditScope, text: string): Promise<void> {
   const { path } = await place(preset, scope, text);
   const before = await readBack(preset);
-  expect(before.issues.filter((i) => i.severity === 'error')).toEqual([]);
+  // The file parses (server-level issues such as an unset variable are the fixture's own business).
+  expect(before.issues.filter((i) => i.server === undefined && i.severity !== 'warning')).toEqual([]);
   const r = await addServer({ preset, cwd: ws, home, env, scope, name: 'added', server: stdio });
   expect(r.file).toBe(path);
   const after = await readBack(preset);
