@@ -20,6 +20,7 @@ import {
   discoverAuthorizationServerMetadata,
   discoverOAuthProtectedResourceMetadata,
   extractWWWAuthenticateParams,
+  isStrictScopeSuperset,
   type OAuthClientProvider,
   type OAuthDiscoveryState,
 } from '@modelcontextprotocol/client';
@@ -78,6 +79,14 @@ interface Flow {
   settled: boolean;
   ok: boolean;
   abort: AbortController;
+}
+
+/** What a 401 or 403 asks for: where the metadata is, the scope to request, and whether that scope is wider than the one granted. */
+interface Challenge {
+  resourceMetadataUrl?: URL | undefined;
+  scope?: string | undefined;
+  /** A step-up whose scope the granted token lacks: only a new authorization can grant it. */
+  widen?: boolean;
 }
 
 /** Per-server state kept across generations (the provider carries the PKCE verifier of a flow in progress). */
@@ -312,7 +321,7 @@ export class OAuthManager {
   }
 
   /** The challenge in `response` this manager should answer, if any. */
-  private challengeOf(response: Response, session: Session): { resourceMetadataUrl?: URL; scope?: string } | undefined {
+  private challengeOf(response: Response, session: Session): Challenge | undefined {
     if (response.status === 401) {
       const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(response);
       return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
@@ -325,8 +334,11 @@ export class OAuthManager {
       if (session.lastStepUp === header) return undefined;
       session.lastStepUp = header;
       // Ask for the scope already granted as well, so the step-up does not lose it (SEP-2350).
-      const wanted = scope ? computeScopeUnion(session.provider?.tokens()?.scope, scope) : undefined;
-      return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(wanted ? { scope: wanted } : {}) };
+      const granted = session.provider?.tokens()?.scope;
+      const wanted = scope ? computeScopeUnion(granted, scope) : undefined;
+      // A refresh cannot widen a grant (RFC 6749 §6): a wider scope needs a new authorization.
+      const widen = isStrictScopeSuperset(wanted, granted);
+      return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(wanted ? { scope: wanted } : {}), ...(widen ? { widen } : {}) };
     }
     return undefined;
   }
@@ -340,7 +352,7 @@ export class OAuthManager {
     entry: DesiredServer,
     session: Session & { lastError?: string },
     serverUrl: string,
-    challenge: { resourceMetadataUrl?: URL | undefined; scope?: string | undefined },
+    challenge: Challenge,
     fetchFn: FetchLike,
     handler: AuthorizationUrlHandler | undefined,
     explicit?: { wait: true; signal?: AbortSignal; timeoutMs: number; interactive: true },
@@ -394,12 +406,13 @@ export class OAuthManager {
     }
     provider.bindIssuer(checked.issuer);
     const guarded = { ...base, fetchFn: checked.fetchFn };
-    if (!explicit && provider.canRefresh) {
+    if (!explicit && provider.canRefresh && !challenge.widen) {
       if (await this.refreshShared(session, provider, guarded, rejectedToken)) return true;
     }
     // Nobody to show a URL to: only a refresh could have helped.
     if (!interactive) return false;
-    return this.interactive(name, entry, session, provider, guarded, handler, explicit);
+    // A step-up must reach the browser: auth() would otherwise refresh the narrower grant.
+    return this.interactive(name, entry, session, provider, challenge.widen ? { ...guarded, forceReauthorization: true } : guarded, handler, explicit);
   }
 
   /**
@@ -545,7 +558,7 @@ export class OAuthManager {
     entry: DesiredServer,
     session: Session & { lastError?: string },
     provider: StoredOAuthProvider,
-    base: { serverUrl: string; resourceMetadataUrl?: URL; scope?: string; fetchFn: FetchLike },
+    base: { serverUrl: string; resourceMetadataUrl?: URL; scope?: string; fetchFn: FetchLike; forceReauthorization?: boolean },
     handler: AuthorizationUrlHandler | undefined,
     explicit: { signal?: AbortSignal; timeoutMs: number } | undefined,
   ): Promise<boolean> {

@@ -63,6 +63,22 @@ describe('OAuth, 2026-07-28 rules', () => {
     expect(warnings.join('\n')).toMatch(/iss/i);
   });
 
+  it('steps up on 403 insufficient_scope asking for the granted scope and the challenged one, then the call succeeds', async () => {
+    const { c, f } = await signIn({ toolScopes: { echo: 'files:write' } });
+    expect(stateOf(c)?.state).toBe('connected');
+    expect(f.authorizeScopes).toEqual(['mcp']);
+
+    const result = await c.callTool('mcp__remote__echo', { text: 'after step-up' });
+    expect(result.isError).toBeFalsy();
+    expect(result.content).toEqual([{ type: 'text', text: 'after step-up' }]);
+    // A new authorization (a refresh cannot widen a grant), for the union of both scopes (SEP-2350).
+    expect(f.authorizeScopes).toHaveLength(2);
+    expect(f.authorizeScopes[1]?.split(' ').sort()).toEqual(['files:write', 'mcp']);
+    // The scope held before is kept: a tool that needs only it still works.
+    const add = await c.callTool('mcp__remote__add', { a: 2, b: 3 });
+    expect(add.structuredContent).toEqual({ sum: 5 });
+  });
+
   it('does not redeem a code whose redirect lacks iss when the server advertises it', async () => {
     const { c, f } = await signIn({ responseIss: 'omit' });
     expect(f.counts.authorization_code).toBe(0);
