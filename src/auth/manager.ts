@@ -21,6 +21,7 @@ import {
   discoverOAuthProtectedResourceMetadata,
   extractWWWAuthenticateParams,
   isStrictScopeSuperset,
+  IssuerMismatchError,
   type OAuthClientProvider,
   type OAuthDiscoveryState,
 } from '@modelcontextprotocol/client';
@@ -101,6 +102,8 @@ interface Session {
   flow: Flow | undefined;
   /** The 403 challenge last answered with a step-up, so the same one is not chased twice. */
   lastStepUp: string | undefined;
+  /** What to do about the last failure, when it is not "sign in again" (an explicit sign-in's hint). */
+  lastHint?: string | undefined;
 }
 
 /** Owns the OAuth state of one controller's servers. Create one per controller. */
@@ -182,6 +185,7 @@ export class OAuthManager {
     }
     const handler = options.onAuthorizationUrl ?? this.opts.onAuthorizationUrl;
     const session = await this.session(name, entry);
+    session.lastHint = undefined;
     const serverUrl = entry.config.url!;
     // The challenge tells where the metadata is and which scope is needed; probe without a token.
     const probe = await fetch(serverUrl, {
@@ -206,7 +210,7 @@ export class OAuthManager {
     });
     if (!ok) {
       throw new McpReconcilerError(ErrorCode.NeedsAuth, `authorising server "${name}" failed: ${session.lastError ?? 'no token was issued'}`, {
-        hint: `run \`mcp-reconciler auth ${name}\` again; check the URL it prints and that the browser reaches 127.0.0.1`,
+        hint: session.lastHint ?? `run \`mcp-reconciler auth ${name}\` again; check the URL it prints and that the browser reaches 127.0.0.1`,
         details: { server: name },
       });
     }
@@ -602,7 +606,9 @@ export class OAuthManager {
         }
         return result === 'AUTHORIZED';
       } catch (err) {
-        session.lastError = describeError(err);
+        const mixUp = issuerMismatch(name, err);
+        session.lastError = mixUp?.message ?? describeError(err);
+        session.lastHint = mixUp?.hint;
         if (!abort.signal.aborted) this.opts.warn?.(`authorising "${name}" failed: ${session.lastError}`);
         return false;
       } finally {
@@ -650,6 +656,25 @@ export class OAuthManager {
     }
     return startLoopback(0, { keepAlive });
   }
+}
+
+/**
+ * An authorization response whose `iss` is not the issuer the sign-in was
+ * started at (RFC 9207): the SDK refused to redeem its code. Both issuers are
+ * named, the received one quoted and cut short (it comes from whoever sent
+ * the browser back).
+ */
+function issuerMismatch(server: string, err: unknown): { message: string; hint: string } | undefined {
+  if (!(err instanceof IssuerMismatchError) || err.kind !== 'authorization_response') return undefined;
+  const expected = JSON.stringify(err.expected);
+  const received = err.received === undefined ? undefined : JSON.stringify(err.received.length > 200 ? `${err.received.slice(0, 200)}…` : err.received);
+  return {
+    message:
+      received === undefined
+        ? `the browser came back without the "iss" parameter, which the authorization server ${expected} says it always sends, so its code was not redeemed (RFC 9207: it may come from another authorization server)`
+        : `the browser came back from the authorization server ${received} (its "iss"), but this sign-in was started at ${expected}, so its code was not redeemed (RFC 9207 mix-up defence)`,
+    hint: `Sign in again with \`mcp-reconciler auth ${server}\` and complete only the sign-in it starts. If this repeats, the sign-in is being answered by another authorization server than ${expected} (a mix-up attack or a misconfigured server): tell the MCP server's operator.`,
+  };
 }
 
 /** `next`, refusing (before sending) any request outside `origins`. */

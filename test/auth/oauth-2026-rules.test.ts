@@ -64,7 +64,21 @@ describe('OAuth, 2026-07-28 rules', () => {
     // The mix-up defence: the code is never sent to the token endpoint.
     expect(f.counts.authorization_code).toBe(0);
     expect(stateOf(c)?.state).toBe('needs_auth');
-    expect(warnings.join('\n')).toMatch(/iss/i);
+    // The log names both issuers: the one the browser came back from and the one the sign-in started at.
+    expect(warnings.join('\n')).toContain(`the browser came back from the authorization server "https://evil.example" (its "iss"), but this sign-in was started at "${f.base}"`);
+
+    // An explicit sign-in fails the same way, saying what to do.
+    const err = await c.authenticate('remote', { onAuthorizationUrl: browser }).then(
+      () => undefined,
+      (e: unknown) => e as Error & { hint?: string },
+    );
+    expect(err?.message).toContain('"https://evil.example"');
+    expect(err?.message).toContain(`"${f.base}"`);
+    expect(err?.message).toContain('code was not redeemed');
+    expect(err?.hint).toContain('mcp-reconciler auth remote');
+    expect(err?.hint).toContain('mix-up');
+    expect(f.counts.authorize).toBe(2);
+    expect(f.counts.authorization_code).toBe(0);
   });
 
   it('steps up on 403 insufficient_scope asking for the granted scope and the challenged one, then the call succeeds', async () => {
