@@ -8,7 +8,7 @@
  *
  * Uses only the public API and the package entry, so the compiled file also
  * runs in a build of an older commit (copy it to that build's dist/bench/):
- * that is how the SDK v2 move was compared (docs/performance.md).
+ * that is how the SDK v2 move was measured (01e5607 against main).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -77,7 +77,7 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MB`;
+const mib = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MiB`;
 
 const { values } = parseArgs({ options: { servers: { type: 'string', default: '10' }, runs: { type: 'string', default: '5' }, child: { type: 'boolean', default: false } } });
 const servers = Number(values.servers);
@@ -101,8 +101,8 @@ if (values.child) {
   }
   const imported = median(samples.map((s) => s.imported));
   const connected = median(samples.map((s) => s.connected));
-  console.log(`heap after import:            ${mb(imported)}`);
-  console.log(`heap with ${servers} servers connected: ${mb(connected)} (+${mb(connected - imported)} over import)`);
-  console.log(`rss with ${servers} servers connected:  ${mb(median(samples.map((s) => s.rss)))}`);
+  console.log(`heap after import:            ${mib(imported)}`);
+  console.log(`heap with ${servers} servers connected: ${mib(connected)} (+${mib(connected - imported)} over import)`);
+  console.log(`rss with ${servers} servers connected:  ${mib(median(samples.map((s) => s.rss)))}`);
   console.log(JSON.stringify({ servers, runs: samples.length, imported, connected, perServer: (connected - imported) / servers, samples }));
 }
