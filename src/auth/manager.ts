@@ -416,7 +416,12 @@ export class OAuthManager {
     // Nobody to show a URL to: only a refresh could have helped.
     if (!interactive) return false;
     // A step-up must reach the browser: auth() would otherwise refresh the narrower grant.
-    return this.interactive(name, entry, session, provider, challenge.widen ? { ...guarded, forceReauthorization: true } : guarded, handler, explicit);
+    const ok = await this.interactive(name, entry, session, provider, challenge.widen ? { ...guarded, forceReauthorization: true } : guarded, handler, explicit);
+    // In-band, a refused authorization response is the server's error to show (status, why), not a bare 401.
+    if (!ok && !explicit && session.lastHint !== undefined) {
+      throw new McpReconcilerError(ErrorCode.NeedsAuth, `Server "${name}": signing in failed: ${session.lastError}`, { hint: session.lastHint, details: { server: name }, permanent: true });
+    }
+    return ok;
   }
 
   /**
@@ -568,6 +573,7 @@ export class OAuthManager {
   ): Promise<boolean> {
     // An explicit sign-in is awaited by its caller: its receiver and timer keep the process alive
     // (unref'd, a CLI whose only work left is this wait would exit before the browser came back).
+    session.lastHint = undefined;
     const receiver = await this.listen(entry.config.oauth, provider, explicit !== undefined);
     const abort = new AbortController();
     const onOuter = (): void => abort.abort(explicit?.signal?.reason);

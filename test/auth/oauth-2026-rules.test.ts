@@ -64,8 +64,11 @@ describe('OAuth, 2026-07-28 rules', () => {
     // The mix-up defence: the code is never sent to the token endpoint.
     expect(f.counts.authorization_code).toBe(0);
     expect(stateOf(c)?.state).toBe('needs_auth');
-    // The log names both issuers: the one the browser came back from and the one the sign-in started at.
-    expect(warnings.join('\n')).toContain(`the browser came back from the authorization server "https://evil.example" (its "iss"), but this sign-in was started at "${f.base}"`);
+    // Status and why say so, naming both issuers: the one the browser came back from and the one the sign-in started at.
+    const mixUp = `the browser came back from the authorization server "https://evil.example" (its "iss"), but this sign-in was started at "${f.base}"`;
+    expect(stateOf(c)?.lastError).toContain(mixUp);
+    expect(c.toolUnavailableMessage('mcp__remote__echo')).toContain(mixUp);
+    expect(warnings.join('\n')).toContain(mixUp);
 
     // An explicit sign-in fails the same way, saying what to do.
     const err = await c.authenticate('remote', { onAuthorizationUrl: browser }).then(
