@@ -20,6 +20,8 @@ import {
   discoverAuthorizationServerMetadata,
   discoverOAuthProtectedResourceMetadata,
   extractWWWAuthenticateParams,
+  isStrictScopeSuperset,
+  IssuerMismatchError,
   type OAuthClientProvider,
   type OAuthDiscoveryState,
 } from '@modelcontextprotocol/client';
@@ -80,6 +82,14 @@ interface Flow {
   abort: AbortController;
 }
 
+/** What a 401 or 403 asks for: where the metadata is, the scope to request, and whether that scope is wider than the one granted. */
+interface Challenge {
+  resourceMetadataUrl?: URL | undefined;
+  scope?: string | undefined;
+  /** A step-up whose scope the granted token lacks: only a new authorization can grant it. */
+  widen?: boolean;
+}
+
 /** Per-server state kept across generations (the provider carries the PKCE verifier of a flow in progress). */
 interface Session {
   key: string;
@@ -92,6 +102,8 @@ interface Session {
   flow: Flow | undefined;
   /** The 403 challenge last answered with a step-up, so the same one is not chased twice. */
   lastStepUp: string | undefined;
+  /** What to do about the last failure, when it is not "sign in again" (an explicit sign-in's hint). */
+  lastHint?: string | undefined;
 }
 
 /** Owns the OAuth state of one controller's servers. Create one per controller. */
@@ -173,6 +185,7 @@ export class OAuthManager {
     }
     const handler = options.onAuthorizationUrl ?? this.opts.onAuthorizationUrl;
     const session = await this.session(name, entry);
+    session.lastHint = undefined;
     const serverUrl = entry.config.url!;
     // The challenge tells where the metadata is and which scope is needed; probe without a token.
     const probe = await fetch(serverUrl, {
@@ -197,7 +210,7 @@ export class OAuthManager {
     });
     if (!ok) {
       throw new McpReconcilerError(ErrorCode.NeedsAuth, `authorising server "${name}" failed: ${session.lastError ?? 'no token was issued'}`, {
-        hint: `run \`mcp-reconciler auth ${name}\` again; check the URL it prints and that the browser reaches 127.0.0.1`,
+        hint: session.lastHint ?? `run \`mcp-reconciler auth ${name}\` again; check the URL it prints and that the browser reaches 127.0.0.1`,
         details: { server: name },
       });
     }
@@ -312,7 +325,7 @@ export class OAuthManager {
   }
 
   /** The challenge in `response` this manager should answer, if any. */
-  private challengeOf(response: Response, session: Session): { resourceMetadataUrl?: URL; scope?: string } | undefined {
+  private challengeOf(response: Response, session: Session): Challenge | undefined {
     if (response.status === 401) {
       const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(response);
       return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
@@ -325,8 +338,11 @@ export class OAuthManager {
       if (session.lastStepUp === header) return undefined;
       session.lastStepUp = header;
       // Ask for the scope already granted as well, so the step-up does not lose it (SEP-2350).
-      const wanted = scope ? computeScopeUnion(session.provider?.tokens()?.scope, scope) : undefined;
-      return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(wanted ? { scope: wanted } : {}) };
+      const granted = session.provider?.tokens()?.scope;
+      const wanted = scope ? computeScopeUnion(granted, scope) : undefined;
+      // A refresh cannot widen a grant (RFC 6749 §6): a wider scope needs a new authorization.
+      const widen = isStrictScopeSuperset(wanted, granted);
+      return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(wanted ? { scope: wanted } : {}), ...(widen ? { widen } : {}) };
     }
     return undefined;
   }
@@ -340,7 +356,7 @@ export class OAuthManager {
     entry: DesiredServer,
     session: Session & { lastError?: string },
     serverUrl: string,
-    challenge: { resourceMetadataUrl?: URL | undefined; scope?: string | undefined },
+    challenge: Challenge,
     fetchFn: FetchLike,
     handler: AuthorizationUrlHandler | undefined,
     explicit?: { wait: true; signal?: AbortSignal; timeoutMs: number; interactive: true },
@@ -394,12 +410,18 @@ export class OAuthManager {
     }
     provider.bindIssuer(checked.issuer);
     const guarded = { ...base, fetchFn: checked.fetchFn };
-    if (!explicit && provider.canRefresh) {
+    if (!explicit && provider.canRefresh && !challenge.widen) {
       if (await this.refreshShared(session, provider, guarded, rejectedToken)) return true;
     }
     // Nobody to show a URL to: only a refresh could have helped.
     if (!interactive) return false;
-    return this.interactive(name, entry, session, provider, guarded, handler, explicit);
+    // A step-up must reach the browser: auth() would otherwise refresh the narrower grant.
+    const ok = await this.interactive(name, entry, session, provider, challenge.widen ? { ...guarded, forceReauthorization: true } : guarded, handler, explicit);
+    // In-band, a refused authorization response is the server's error to show (status, why), not a bare 401.
+    if (!ok && !explicit && session.lastHint !== undefined) {
+      throw new McpReconcilerError(ErrorCode.NeedsAuth, `Server "${name}": signing in failed: ${session.lastError}`, { hint: session.lastHint, details: { server: name }, permanent: true });
+    }
+    return ok;
   }
 
   /**
@@ -545,12 +567,13 @@ export class OAuthManager {
     entry: DesiredServer,
     session: Session & { lastError?: string },
     provider: StoredOAuthProvider,
-    base: { serverUrl: string; resourceMetadataUrl?: URL; scope?: string; fetchFn: FetchLike },
+    base: { serverUrl: string; resourceMetadataUrl?: URL; scope?: string; fetchFn: FetchLike; forceReauthorization?: boolean },
     handler: AuthorizationUrlHandler | undefined,
     explicit: { signal?: AbortSignal; timeoutMs: number } | undefined,
   ): Promise<boolean> {
     // An explicit sign-in is awaited by its caller: its receiver and timer keep the process alive
     // (unref'd, a CLI whose only work left is this wait would exit before the browser came back).
+    session.lastHint = undefined;
     const receiver = await this.listen(entry.config.oauth, provider, explicit !== undefined);
     const abort = new AbortController();
     const onOuter = (): void => abort.abort(explicit?.signal?.reason);
@@ -589,7 +612,9 @@ export class OAuthManager {
         }
         return result === 'AUTHORIZED';
       } catch (err) {
-        session.lastError = describeError(err);
+        const mixUp = issuerMismatch(name, err);
+        session.lastError = mixUp?.message ?? describeError(err);
+        session.lastHint = mixUp?.hint;
         if (!abort.signal.aborted) this.opts.warn?.(`authorising "${name}" failed: ${session.lastError}`);
         return false;
       } finally {
@@ -637,6 +662,25 @@ export class OAuthManager {
     }
     return startLoopback(0, { keepAlive });
   }
+}
+
+/**
+ * An authorization response whose `iss` is not the issuer the sign-in was
+ * started at (RFC 9207): the SDK refused to redeem its code. Both issuers are
+ * named, the received one quoted and cut short (it comes from whoever sent
+ * the browser back).
+ */
+function issuerMismatch(server: string, err: unknown): { message: string; hint: string } | undefined {
+  if (!(err instanceof IssuerMismatchError) || err.kind !== 'authorization_response') return undefined;
+  const expected = JSON.stringify(err.expected);
+  const received = err.received === undefined ? undefined : JSON.stringify(err.received.length > 200 ? `${err.received.slice(0, 200)}…` : err.received);
+  return {
+    message:
+      received === undefined
+        ? `the browser came back without the "iss" parameter, which the authorization server ${expected} says it always sends, so its code was not redeemed (RFC 9207: it may come from another authorization server)`
+        : `the browser came back from the authorization server ${received} (its "iss"), but this sign-in was started at ${expected}, so its code was not redeemed (RFC 9207 mix-up defence)`,
+    hint: `Sign in again with \`mcp-reconciler auth ${server}\` and complete only the sign-in it starts. If this repeats, the sign-in is being answered by another authorization server than ${expected} (a mix-up attack or a misconfigured server): tell the MCP server's operator.`,
+  };
 }
 
 /** `next`, refusing (before sending) any request outside `origins`. */

@@ -638,21 +638,37 @@ class Connection implements LiveConnection {
    * `listTools()` does. Ours lists through `request()` (lenient, see
    * tool-definitions.ts), so the SDK's filter is called on the checked tools:
    * its rules stay the SDK's. Its method is internal (`_`-prefixed), hence
-   * the guard: a SDK without it leaves the listing as it is.
+   * the guard: a SDK without it leaves the listing as it is. The SDK says
+   * what is wrong only on `console.warn`; that text is taken into the
+   * tool's reason (status, `why`, the host's logger) instead of going to the
+   * host's stderr.
    */
   private withoutInvalidHeaderTools(tools: Tool[], invalid: InvalidTool[]): Tool[] {
     const exclude = (this.client as unknown as { _excludeInvalidXMcpHeaderTools?: (r: { tools: Tool[] }) => void })._excludeInvalidXMcpHeaderTools;
     if (typeof exclude !== 'function') return tools;
     const result = { tools };
-    exclude.call(this.client, result);
+    const faults = new Map<string, string>();
+    const warn = console.warn;
+    // Synchronous: nothing else runs while the SDK's warnings are taken.
+    console.warn = (...args: unknown[]): void => {
+      const m = /^\[mcp-sdk\] excluding tool '(.*)' from tools\/list: invalid x-mcp-header declaration — (.*)$/s.exec(String(args[0]));
+      if (m) faults.set(m[1]!, m[2]!);
+      else warn.apply(console, args);
+    };
+    try {
+      exclude.call(this.client, result);
+    } finally {
+      console.warn = warn;
+    }
     if (result.tools.length === tools.length) return tools;
     const kept = new Set(result.tools);
     for (const t of tools) {
       if (kept.has(t)) continue;
+      const fault = faults.get(t.name);
       invalid.push({
         rawName: t.name,
         reason:
-          `its input schema declares an invalid "x-mcp-header" (SEP-2243), so it cannot be called over HTTP on protocol 2026-07-28; the server's other tools are registered. ` +
+          `its input schema declares an invalid "x-mcp-header" (SEP-2243${fault ? `: ${fault}` : ''}), so it cannot be called over HTTP on protocol 2026-07-28; the server's other tools are registered. ` +
           `The server must fix the declaration (report it to its maintainer); "excludeTools": [${JSON.stringify(t.name)}] in its config silences this warning`,
       });
     }
