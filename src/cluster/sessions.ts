@@ -151,7 +151,7 @@ export class SessionRouter {
           for (const [name, value] of Object.entries(ur.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
           res.writeHead(ur.statusCode ?? 502, out);
           // An SSE stream must reach the client event by event: send the headers now and pipe, never buffer.
-          res.flushHeaders();
+          if (String(ur.headers['content-type'] ?? '').startsWith('text/event-stream')) res.flushHeaders();
           ur.pipe(res);
           // The owner died mid-stream: end the client's stream too, so it reconnects.
           ur.once('aborted', () => res.destroy());
@@ -160,6 +160,8 @@ export class SessionRouter {
         },
       );
       up.on('socket', (socket) => {
+        // Small writes (headers, then a short body or one event) must not wait on Nagle's algorithm.
+        socket.setNoDelay(true);
         if (!socket.connecting) return;
         const timer = setTimeout(() => up.destroy(new Error(`no connection within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
         socket.once('connect', () => clearTimeout(timer));

@@ -66,6 +66,8 @@ describe('serve --cluster: sessions of the older revision stay on their owner, r
       b: fx.ws.server('1'),
       s: { command: process.execPath, args: [fixturePath('slow-tool-server')], env: { [MARKER]: fx.ws.mark } },
     });
+    // Project scope: gated, for the approvals.
+    fx.ws.writeProject({ g: fx.ws.server('3'), q: fx.ws.server('4') });
     a = await fx.replica('a', [], { MCP_RECONCILER_CLUSTER_SECRET: SECRET });
     b = await fx.replica('b', [], { MCP_RECONCILER_CLUSTER_SECRET: SECRET });
   }, 120_000);
@@ -122,21 +124,17 @@ describe('serve --cluster: sessions of the older revision stay on their owner, r
     expect(bob.status).toBe(404);
     expect(await bob.text()).toMatch(/another principal/);
 
-    // Added latency of the hop, reported (no timed assertions): 200 calls straight to A, 200 through B.
-    const time = async (): Promise<number[]> => {
-      const out: number[] = [];
-      for (let i = 0; i < 200; i++) {
-        const t = performance.now();
-        await s.client.callTool({ name: 'mcp__b__echo', arguments: { text: 'x' } });
-        out.push(performance.now() - t);
-      }
-      return out;
-    };
-    lb.target = a.url;
-    const direct = await time();
+    // Added latency of the hop, reported (no timed assertions): 200 calls straight to A and 200 through B, interleaved so both see the same load.
+    const direct: number[] = [];
+    const forwarded: number[] = [];
+    for (let i = 0; i < 400; i++) {
+      lb.target = i % 2 === 0 ? a.url : b.url;
+      const t = performance.now();
+      await s.client.callTool({ name: 'mcp__b__echo', arguments: { text: 'x' } });
+      (i % 2 === 0 ? direct : forwarded).push(performance.now() - t);
+    }
     lb.target = b.url;
-    const forwarded = await time();
-    console.log(`200 calls: p50 ${p50(direct).toFixed(1)} ms straight to the owner, ${p50(forwarded).toFixed(1)} ms forwarded by another replica (+${(p50(forwarded) - p50(direct)).toFixed(1)} ms)`);
+    console.log(`200 calls each, interleaved: p50 ${p50(direct).toFixed(1)} ms straight to the owner, ${p50(forwarded).toFixed(1)} ms forwarded by another replica (+${(p50(forwarded) - p50(direct)).toFixed(1)} ms; load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]})`);
   }, 400_000);
 
   it('a forged or unsigned session id is 404 and never forwarded; a signed one is forwarded with the token', async () => {
@@ -187,6 +185,26 @@ describe('serve --cluster: sessions of the older revision stay on their owner, r
       await new Promise<void>((resolve) => trap.close(() => resolve()));
     }
   }, 120_000);
+
+  it('an approval stored in the cluster is in force on replica B as soon as B re-read it: B says so (an event, not a wait)', async () => {
+    const inForce = (server: string): number[] =>
+      [...b.serve.stderr.matchAll(new RegExp(`approvals: "${server}" (?:approved|rejected) in the cluster is in force on this replica \\((\\d+) ms after it was stored\\)`, 'g'))].map((m) => Number(m[1]));
+    const onB = await b.open('?servers=g');
+    const pending = await onB.client.callTool({ name: 'mcp__g__echo', arguments: { text: 'x' } });
+    expect(textOf(pending)).toMatch(/"g" is waiting for your approval/);
+    expect((await fx.decide('approve', 'g')).code).toBe(0);
+    await b.serve.fromStderr(/approvals: "g" approved in the cluster is in force on this replica \((\d+) ms/, "B's word that the approval of g is in force");
+    // In force: B starts g for its session (the server's own start takes what it takes).
+    await waitFor(async () => (await onB.client.listTools()).tools.some((t) => t.name === 'mcp__g__echo'), 'g to start on B', 120_000);
+    expect(textOf(await onB.client.callTool({ name: 'mcp__g__echo', arguments: { text: 'approved' } }))).toBe('approved');
+    // Ten more decisions on q (no session holds it: only the decision travels), each waited for as B's event.
+    for (let i = 0; i < 10; i++) {
+      expect((await fx.decide(i % 2 === 0 ? 'approve' : 'reject', 'q')).code).toBe(0);
+      await waitFor(() => inForce('q').length > i, `B's word on decision ${i + 1} for q`, 60_000);
+    }
+    const times = [...inForce('g'), ...inForce('q')];
+    console.log(`decision stored → in force on B: p50 ${p50(times)} ms, max ${Math.max(...times)} ms over ${times.length} decisions (load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]})`);
+  }, 300_000);
 
   it("SIGKILL of a session's owner: the next request on B is 404, the client initializes again on B and calls succeed", async () => {
     const lb = await balancer(a, b);
