@@ -10,7 +10,7 @@
  */
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { classifyInboundRequest } from '@modelcontextprotocol/server';
@@ -381,7 +381,9 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // DNS rebinding: a page on another origin may resolve its own name to 127.0.0.1.
-    if (!isLoopbackHost(req.headers.host, port) && !options.allowedHosts?.includes(req.headers.host ?? '')) {
+    // The bound IP literal itself is no rebinding risk (a rebound name arrives as that name): other replicas forward to it.
+    const boundHost = isIP(bindHost) && req.headers.host === `${bindHost.includes(':') ? `[${bindHost}]` : bindHost}:${port}`;
+    if (!isLoopbackHost(req.headers.host, port) && !boundHost && !options.allowedHosts?.includes(req.headers.host ?? '')) {
       return jsonRpcError(res, 403, `the gateway answers only requests addressed to 127.0.0.1 or localhost${options.allowedHosts?.length ? ` or ${options.allowedHosts.join(', ')}` : ''}`);
     }
     const origin = req.headers.origin;

@@ -206,6 +206,15 @@ describe('serve --cluster: sessions of the older revision stay on their owner, r
     console.log(`decision stored → in force on B: p50 ${p50(times)} ms, max ${Math.max(...times)} ms over ${times.length} decisions (load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]})`);
   }, 300_000);
 
+  it('usage: --replica-url is a URL, and applies to --cluster', async () => {
+    const alone = await runCliCaptured(['serve', '--http', '--replica-url', 'http://10.0.0.5:7331/mcp', ...fx.ws.args()], fx.ws.env(), fx.ws.root);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/--replica-url apply to --cluster/);
+    const bad = await runCliCaptured(['serve', '--http', ...fx.clusterArgs(), ...fx.idp.args(), '--replica-url', 'replica-a:7331', ...fx.ws.args()], fx.ws.env(), fx.ws.root);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--replica-url must be an http\(s\) URL/);
+  });
+
   it("SIGKILL of a session's owner: the next request on B is 404, the client initializes again on B and calls succeed", async () => {
     const lb = await balancer(a, b);
     const s = await open(lb, '?servers=b');

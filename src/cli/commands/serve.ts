@@ -334,6 +334,9 @@ async function run(ctx: CliContext): Promise<number> {
           for (const s of open) if (s.principal !== undefined) principals.set(s.principal, (principals.get(s.principal) ?? 0) + 1);
           return { url: gateway.url, reachUrl: args.cluster!.replicaUrl ?? gateway.url, sessions: open.length, principals: Object.fromEntries(principals) };
         });
+        if (!args.cluster!.replicaUrl && (args.bind === '0.0.0.0' || args.bind === '::')) {
+          log(`cluster: the other replicas cannot forward sessions to ${http.url}: add --replica-url with the address they reach this one at`);
+        }
         log(`clients send access tokens of ${args.cluster!.issuer} for ${args.cluster!.publicUrl ?? http.url} (metadata: ${metadataRoute.metadataUrl}); scope mcp:servers or mcp:server:<name>`);
       } else {
         log(`access token: ${http.token}`);
