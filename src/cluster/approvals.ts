@@ -73,6 +73,11 @@ export class RedisApprovalStore implements ApprovalStore {
     return { decisions: { ...decisions } };
   }
 
+  /** The decision for `server` as last read (what is in force on this replica). */
+  stored(server: string): ApprovalRecord | undefined {
+    return Object.hasOwn(this.lastGood, server) ? this.lastGood[server] : undefined;
+  }
+
   async set(_root: string, server: string, record: ApprovalRecord): Promise<void> {
     const { redis, keys, target } = this.options;
     try {

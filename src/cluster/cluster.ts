@@ -9,7 +9,8 @@ import { describeError } from '../errors.js';
 import { RedisApprovalStore } from './approvals.js';
 import { RedisListings } from './listings.js';
 import { RedisTokenStore } from './credentials.js';
-import { ReplicaAnnouncer } from './replicas.js';
+import { newReplicaId, ReplicaAnnouncer } from './replicas.js';
+import { SessionRouter } from './sessions.js';
 import { checkWorkspaceId, connectRedis, workspaceKeys, type Redis, type WorkspaceKeys } from './redis.js';
 
 /** Options of {@link openCluster}. */
@@ -38,6 +39,14 @@ export class Cluster {
   readonly listings: RedisListings;
   /** The shared OAuth credentials, when the cluster has a secret. */
   readonly tokens: RedisTokenStore | undefined;
+  /** This replica's id: in its announcement and in the session ids it mints. */
+  readonly replicaId = newReplicaId();
+  /**
+   * Signs this replica's session ids and forwards other replicas' sessions,
+   * when the cluster has a secret (without one, a session is answered only
+   * by the replica that opened it).
+   */
+  readonly sessions: SessionRouter | undefined;
   private controller: McpController | undefined;
   private subscriber: Redis | undefined;
   private announcer: ReplicaAnnouncer | undefined;
@@ -52,6 +61,7 @@ export class Cluster {
     this.approvals = new RedisApprovalStore({ redis, keys, target: options.target });
     this.listings = new RedisListings(redis, keys);
     this.tokens = options.secret ? new RedisTokenStore({ redis, keys, secret: options.secret, principal: 'gateway' }) : undefined;
+    this.sessions = options.secret ? new SessionRouter({ redis, keys, secret: options.secret, replicaId: this.replicaId, log: options.log }) : undefined;
   }
 
   /** Connect to Redis; rejects with a `connect_failed` error when it does not answer. */
@@ -81,7 +91,8 @@ export class Cluster {
     const sub = this.redis.duplicate();
     sub.on('error', () => undefined); // the main client reports connection problems
     await sub.connect();
-    await sub.subscribe(this.keys.approvalsChanged, () => this.reread('an approval changed'));
+    // The message is the server whose decision changed: once re-read, say that it is in force here.
+    await sub.subscribe(this.keys.approvalsChanged, (server) => this.reread('an approval changed', server));
     this.subscriber = sub;
   }
 
@@ -95,8 +106,8 @@ export class Cluster {
   }
 
   /** Announce this replica (for `status --cluster`) with what `describe` says, until {@link close}. */
-  announce(describe: () => { url: string; sessions: number; principals: Record<string, number> }): void {
-    this.announcer = new ReplicaAnnouncer(this.redis, this.keys, describe);
+  announce(describe: () => { url: string; reachUrl?: string; sessions: number; principals: Record<string, number> }): void {
+    this.announcer = new ReplicaAnnouncer(this.redis, this.keys, describe, this.replicaId);
     this.announcer.start();
   }
 
@@ -112,9 +123,18 @@ export class Cluster {
     this.reread('Redis is back');
   }
 
-  private reread(why: string): void {
+  private reread(why: string, server?: string): void {
     if (this.closed || !this.controller) return;
-    this.controller.reload().catch((err: unknown) => this.options.log(`re-reading approvals (${why}): ${describeError(err)}`));
+    this.controller
+      .reload()
+      .then(() => {
+        const record = server === undefined ? undefined : this.approvals.stored(server);
+        if (!record || this.closed) return;
+        // The decision's own clock (`at`) is the storing machine's: across machines the figure carries their skew.
+        const after = Date.now() - Date.parse(record.at);
+        this.options.log(`approvals: "${server}" ${record.decision} in the cluster is in force on this replica (${Number.isFinite(after) ? `${after} ms after it was stored` : 'just now'})`);
+      })
+      .catch((err: unknown) => this.options.log(`re-reading approvals (${why}): ${describeError(err)}`));
   }
 
   /** Leave Redis. Idempotent. */
@@ -122,6 +142,7 @@ export class Cluster {
     if (this.closed) return;
     this.closed = true;
     await this.announcer?.stop();
+    this.sessions?.close();
     for (const c of [this.subscriber, this.redis]) {
       if (!c) continue;
       try {

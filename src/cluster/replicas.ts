@@ -16,6 +16,11 @@ const TTL_MS = 3 * HEARTBEAT_MS;
 export interface ReplicaInfo {
   id: string;
   url: string;
+  /**
+   * Where the other replicas reach this one to forward the requests of the
+   * sessions it owns (`--replica-url`; default its listening URL).
+   */
+  reachUrl?: string;
   host: string;
   pid: number;
   /** Open sessions, and how many of them per principal. */
@@ -26,16 +31,22 @@ export interface ReplicaInfo {
   at: string;
 }
 
+/** A fresh replica id: 12 hex digits. */
+export function newReplicaId(): string {
+  return randomBytes(6).toString('hex');
+}
+
 /** Announces this replica until stopped. */
 export class ReplicaAnnouncer {
-  readonly id = randomBytes(6).toString('hex');
   private timer: NodeJS.Timeout | undefined;
   private readonly startedAt = new Date().toISOString();
 
   constructor(
     private readonly redis: Redis,
     private readonly keys: WorkspaceKeys,
-    private readonly describe: () => { url: string; sessions: number; principals: Record<string, number> },
+    private readonly describe: () => { url: string; reachUrl?: string; sessions: number; principals: Record<string, number> },
+    /** This replica's id (the session ids it mints name it). */
+    readonly id: string = newReplicaId(),
   ) {}
 
   /** Announce now and every {@link HEARTBEAT_MS}; a Redis outage only skips beats. */

@@ -10,7 +10,7 @@
  */
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { classifyInboundRequest } from '@modelcontextprotocol/server';
@@ -83,6 +83,15 @@ export interface HttpGatewayOptions {
   authenticate?: (req: IncomingMessage) => Promise<GatewayPrincipal | GatewayRefusal>;
   /** Answer other paths than {@link MCP_PATH} first (RFC 9728 metadata); `undefined` to go on. */
   extraRoute?: (url: URL, req: IncomingMessage) => { status: number; headers?: Record<string, string>; body: string } | undefined;
+  /** Makes the `Mcp-Session-Id` of each new session (default a random UUID); a cluster's names its replica (docs/cluster-sessions.md). */
+  sessionIdGenerator?: () => string;
+  /**
+   * Answer a request whose `Mcp-Session-Id` this gateway does not hold,
+   * after it was authenticated (a cluster forwards it to the replica that
+   * owns the session); `notFound` sends the 404 that makes the client
+   * initialize again. Default: that 404.
+   */
+  unknownSession?: (id: string, req: IncomingMessage, res: ServerResponse, notFound: (message: string) => void) => Promise<unknown>;
   /** Told about each session that opens or closes (for the CLI's log). */
   onSession?: (event: { type: 'open' | 'close'; id: string; scope: SessionScope; reason?: SessionCloseReason }) => void;
 }
@@ -350,7 +359,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
       ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
     });
     const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
+      sessionIdGenerator: options.sessionIdGenerator ?? (() => randomUUID()),
       ...(options.resumable ? { eventStore: new BoundedEventStore() } : {}),
       onsessioninitialized: (id) => {
         const s: HttpSession = { ...(who ? { principal: who.principal } : {}), gateway, transport, scope, open: 0, lastUsed: Date.now(), expiry: undefined };
@@ -372,7 +381,9 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // DNS rebinding: a page on another origin may resolve its own name to 127.0.0.1.
-    if (!isLoopbackHost(req.headers.host, port) && !options.allowedHosts?.includes(req.headers.host ?? '')) {
+    // The bound IP literal itself is no rebinding risk (a rebound name arrives as that name): other replicas forward to it.
+    const boundHost = isIP(bindHost) && req.headers.host === `${bindHost.includes(':') ? `[${bindHost}]` : bindHost}:${port}`;
+    if (!isLoopbackHost(req.headers.host, port) && !boundHost && !options.allowedHosts?.includes(req.headers.host ?? '')) {
       return jsonRpcError(res, 403, `the gateway answers only requests addressed to 127.0.0.1 or localhost${options.allowedHosts?.length ? ` or ${options.allowedHosts.join(', ')}` : ''}`);
     }
     const origin = req.headers.origin;
@@ -400,6 +411,10 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     if (typeof sessionId === 'string') {
       const s = sessions.get(sessionId);
       if (!s) {
+        if (options.unknownSession) {
+          await options.unknownSession(sessionId, req, res, (message) => jsonRpcError(res, 404, message));
+          return;
+        }
         return jsonRpcError(res, 404, `Session not found: it was closed, unused for ${idleMs} ms, or the gateway restarted; initialize a new session`);
       }
       // Another principal must not ride on a session id it learnt: to it, the session does not exist.

@@ -53,6 +53,8 @@ interface ClusterArgs {
   issuer: string;
   jwksUrl: string;
   publicUrl: string | undefined;
+  /** `--replica-url`: where the other replicas reach this one to forward its sessions' requests. */
+  replicaUrl: string | undefined;
 }
 
 const LOOPBACK_BINDS = new Set(['127.0.0.1', '::1', 'localhost']);
@@ -112,8 +114,9 @@ function parseCluster(v: CliContext['values'], http: boolean): ServeArgs['cluste
   const issuer = httpUrl(v, 'auth-issuer');
   const jwksUrl = httpUrl(v, 'auth-jwks');
   const publicUrl = httpUrl(v, 'public-url');
+  const replicaUrl = httpUrl(v, 'replica-url');
   if (target === undefined && workspaceId === undefined) {
-    if (issuer || jwksUrl || publicUrl) throw usage('--auth-issuer, --auth-jwks and --public-url apply to --cluster', 'without --cluster the gateway takes its shared access token');
+    if (issuer || jwksUrl || publicUrl || replicaUrl) throw usage('--auth-issuer, --auth-jwks, --public-url and --replica-url apply to --cluster', 'without --cluster the gateway takes its shared access token');
     return undefined;
   }
   if (!http) throw usage('--cluster applies to --http only', 'a clustered gateway serves many clients over HTTP: add --http');
@@ -125,7 +128,7 @@ function parseCluster(v: CliContext['values'], http: boolean): ServeArgs['cluste
     throw usage('--cluster needs --auth-issuer and --auth-jwks: a clustered gateway takes access tokens of your identity provider instead of one shared token', 'e.g. --auth-issuer https://id.example.com --auth-jwks https://id.example.com/.well-known/jwks.json (see docs/cluster.md)');
   }
   // The issuer identifier is compared as given: `new URL` would add a trailing slash.
-  return { target, workspaceId, issuer: String(v['auth-issuer']).trim(), jwksUrl, publicUrl };
+  return { target, workspaceId, issuer: String(v['auth-issuer']).trim(), jwksUrl, publicUrl, replicaUrl };
 }
 
 /** `serve`'s options, checked (usage errors say what to change). */
@@ -170,7 +173,8 @@ export function parseServeArgs(ctx: CliContext): ServeArgs {
   return {
     cluster,
     bind,
-    allowedHosts: [...allowedHosts, ...(cluster?.publicUrl ? [new URL(cluster.publicUrl).host] : [])],
+    // A request another replica forwards is addressed to --replica-url's host.
+    allowedHosts: [...allowedHosts, ...[cluster?.publicUrl, cluster?.replicaUrl].filter((u) => u !== undefined).map((u) => new URL(u).host)],
     allowedOrigins,
     stdio,
     http,
@@ -283,7 +287,12 @@ async function run(ctx: CliContext): Promise<number> {
     if (cluster) {
       await cluster.attach(controller);
       log(`cluster: workspace ${args.cluster!.workspaceId} on Redis at ${args.cluster!.target}`);
-      if (!cluster.tokens) log(`cluster: $${CLUSTER_SECRET_ENV} is not set, so OAuth credentials stay on this replica; set it (32+ bytes, the same on every replica) to share them sealed in Redis`);
+      if (!cluster.tokens) {
+        log(
+          `cluster: $${CLUSTER_SECRET_ENV} is not set, so OAuth credentials stay on this replica and a session is answered only by the replica that opened it; ` +
+            'set it (32+ bytes, the same on every replica) to share credentials sealed in Redis and forward sessions between replicas',
+        );
+      }
     }
     if (args.http) {
       http = await startHttpGateway(pool, {
@@ -295,6 +304,13 @@ async function run(ctx: CliContext): Promise<number> {
           ? {
               authenticate: async (req) => (await principalAuth).authenticate(req),
               extraRoute: (url) => metadataRoute?.route(url),
+              ...(cluster.sessions
+                ? {
+                    // Signed ids naming this replica; another replica's session is forwarded to it (docs/cluster-sessions.md).
+                    sessionIdGenerator: () => cluster.sessions!.mint(),
+                    unknownSession: (id, req, res, notFound) => cluster.sessions!.forward(id, req, res, notFound),
+                  }
+                : {}),
             }
           : {}),
         resumable: args.resumable,
@@ -316,8 +332,11 @@ async function run(ctx: CliContext): Promise<number> {
           const principals = new Map<string, number>();
           const open = gateway.sessions();
           for (const s of open) if (s.principal !== undefined) principals.set(s.principal, (principals.get(s.principal) ?? 0) + 1);
-          return { url: gateway.url, sessions: open.length, principals: Object.fromEntries(principals) };
+          return { url: gateway.url, reachUrl: args.cluster!.replicaUrl ?? gateway.url, sessions: open.length, principals: Object.fromEntries(principals) };
         });
+        if (!args.cluster!.replicaUrl && (args.bind === '0.0.0.0' || args.bind === '::')) {
+          log(`cluster: the other replicas cannot forward sessions to ${http.url}: add --replica-url with the address they reach this one at`);
+        }
         log(`clients send access tokens of ${args.cluster!.issuer} for ${args.cluster!.publicUrl ?? http.url} (metadata: ${metadataRoute.metadataUrl}); scope mcp:servers or mcp:server:<name>`);
       } else {
         log(`access token: ${http.token}`);
@@ -404,6 +423,7 @@ export const serveCommand: CliCommand = {
     'auth-issuer': { type: 'string', value: 'URL', help: "with --cluster: your identity provider's issuer; clients send its JWT access tokens (scope mcp:servers or mcp:server:<name>)" },
     'auth-jwks': { type: 'string', value: 'URL', help: "with --cluster: the identity provider's JWKS URL (its signing keys)" },
     'public-url': { type: 'string', value: 'URL', help: 'with --cluster: the URL clients reach the gateway at (the tokens\' audience; default the listening URL)' },
+    'replica-url': { type: 'string', value: 'URL', help: 'with --cluster: the URL the other replicas reach this one at, to forward the requests of sessions it opened (default the listening URL)' },
     bind: { type: 'string', value: 'ADDR', help: 'HTTP: listen on ADDR (default 127.0.0.1); beyond loopback needs --cluster' },
     'allowed-host': { type: 'string', value: 'HOST:PORT', multiple: true, help: 'with --cluster: a Host header to accept besides loopback (and --public-url\'s)' },
     'allowed-origin': { type: 'string', value: 'ORIGIN', multiple: true, help: 'with --cluster: a browser Origin to accept besides loopback' },
