@@ -2,7 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import type { ServerConfig } from '../../machines/types.js';
+import { LOG_LEVELS, type LogLevel, type ServerConfig } from '../../machines/types.js';
 import { ErrorCode } from '../errors.js';
 import { expandServerConfig, type ExpandContext } from './expand.js';
 import { formatForPath, formats, isVscodeShaped, type ConfigFormat } from './formats.js';
@@ -64,6 +64,7 @@ function readSettings(root: Record<string, unknown>, doc: ParsedText, atPath: re
     excluded: [isNames, 'must be a list of server names; ignored'],
     pinToolDefinitions: [(raw: unknown): raw is boolean => typeof raw === 'boolean', 'must be true or false; ignored'],
     pinnedTools: [isNames, 'must be a list of tool names as the server lists them; ignored'],
+    logLevel: [(raw: unknown): raw is LogLevel => (LOG_LEVELS as readonly unknown[]).includes(raw), `must be one of ${LOG_LEVELS.join(', ')}; ignored`],
   } as const;
   for (const [key, [valid, message]] of Object.entries(keys) as [keyof typeof keys, (typeof keys)[keyof typeof keys]][]) {
     // The nested form wins over the flat dotted key when a file has both.
