@@ -35,7 +35,7 @@ import { Semaphore } from './semaphore.js';
 import { StatusView } from './status.js';
 import { Transitions } from './transitions.js';
 import { Workspace } from './workspace.js';
-import { Switches, type SetEnabledOptions, type SetEnabledResult } from './switches.js';
+import { entryFile, Switches, type SetEnabledOptions, type SetEnabledResult } from './switches.js';
 import { profileNames } from './profiles.js';
 import { ToolPolicy } from './tool-policy.js';
 import type {
@@ -155,7 +155,12 @@ export class McpController {
       sources: () => ws.reader.sources,
       warn: (message) => logger.warn(message),
     });
-    this.policy = new ToolPolicy({ settings: () => this.switches.settings, stateFile: () => this.switches.stateFile(), handler: options.onToolApproval });
+    this.policy = new ToolPolicy({
+      settings: () => this.switches.settings,
+      serverPermissions: (server) => ((e) => (e?.config.permissions ? { permissions: e.config.permissions, file: entryFile(e) } : undefined))(getOwn(ws.desired, server)),
+      stateFile: () => this.switches.stateFile(),
+      handler: options.onToolApproval,
+    });
     this.state = new DesiredState(ws, this.auth, (desired, settings) => this.switches.overlay(desired, settings));
     // The reload path goes straight from the coalescer to the desired state (docs/architecture.md).
     this.coalescer = new ReloadCoalescer(this.state.reconcile.bind(this.state));

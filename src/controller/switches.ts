@@ -81,8 +81,8 @@ export class Switches {
   private profileTools = new Map<string, { patterns: string[]; origin: Origin }>();
   private knownProfiles: string[] = [];
   private lastSettings: readonly ScopedSettings[] = [];
-  /** Raw-name patterns `permissions.deny` hides, per server, with the files that say so. */
-  private denied = new Map<string, { patterns: string[]; origin: Origin }>();
+  /** Raw-name patterns `permissions.deny` hides, per server: each file's (settings or the entry's own) with what it is. */
+  private denied = new Map<string, { patterns: string[]; origin: Origin }[]>();
 
   constructor(private readonly deps: SwitchDeps) {
     this.profile = deps.profile;
@@ -120,8 +120,8 @@ export class Switches {
 
   /** The `permissions.deny` that hides raw tool `tool` of `server`, when one does. */
   deniedOrigin(server: string, tool: string): string | undefined {
-    const d = this.denied.get(server);
-    return d && matchesAny(d.patterns, tool) ? d.origin : undefined;
+    const by = (this.denied.get(server) ?? []).filter((d) => matchesAny(d.patterns, tool)).map((d) => d.origin);
+    return by.length > 0 ? by.join(' and ') : undefined;
   }
 
   /** Why the profile leaves raw tool `tool` of `server` out, when it does. */
@@ -176,11 +176,9 @@ export class Switches {
     const profileOrigin = this.profile === undefined ? undefined : profile ? `profile "${this.profile}" (${profile.file})` : `profile "${this.profile}", which no settings file defines`;
     const profileOff = new Map<string, Origin>();
     const profileTools = new Map<string, { patterns: string[]; origin: Origin }>();
-    // Every file's deny list applies: a deny only ever hides.
+    // Every file's deny list applies, and each entry's own: a deny only ever hides.
     const denyFiles = settings.filter((s) => s.settings.permissions?.deny?.length);
-    const deny = denyFiles.flatMap((s) => s.settings.permissions!.deny!);
-    const denyOrigin = `permissions.deny in ${denyFiles.map((s) => s.source).join(' and ')}`;
-    const denied = new Map<string, { patterns: string[]; origin: Origin }>();
+    const denied = new Map<string, { patterns: string[]; origin: Origin }[]>();
     for (const [name, entry] of Object.entries(desired)) {
       const fromFile: ServerToggle = getOwn(stored, name) ?? {};
       const session = this.session.get(name);
@@ -202,9 +200,9 @@ export class Switches {
         if (on) origins.delete(t);
         else origins.set(t, 'this session (setEnabled)');
       }
-      const denyPatterns = deny.length > 0 ? rawPatterns(name, deny) : [];
-      if (denyPatterns.length > 0) denied.set(name, { patterns: denyPatterns, origin: denyOrigin });
-      for (const p of denyPatterns) if (!origins.has(p)) origins.set(p, undefined);
+      const denies = denyRules(name, entry, denyFiles);
+      if (denies.length > 0) denied.set(name, denies);
+      for (const p of denies.flatMap((d) => d.patterns)) if (!origins.has(p)) origins.set(p, undefined);
       const named = new Map([...origins].filter((e): e is [string, Origin] => e[1] !== undefined));
       if (named.size > 0) toolsDisabledBy.set(name, named);
       const exclude = [...origins.keys()];
@@ -293,6 +291,30 @@ export class Switches {
     if (text === undefined) return undefined;
     return locateEntry({ ...source, format }, text, entry.name, source.keys ?? formats[format].keys);
   }
+}
+
+/**
+ * The `permissions.deny` rules that apply to server `name`, as raw-name
+ * patterns: the settings files' (registered names) and the entry's own
+ * (its tool names, bare or `mcp__<server>__<tool>`), each with who says so.
+ */
+function denyRules(name: string, entry: DesiredServer, files: readonly ScopedSettings[]): { patterns: string[]; origin: Origin }[] {
+  const out: { patterns: string[]; origin: Origin }[] = [];
+  for (const s of files) {
+    const patterns = rawPatterns(name, s.settings.permissions!.deny!);
+    if (patterns.length > 0) out.push({ patterns, origin: `permissions.deny in ${s.source}` });
+  }
+  const own = entry.config.permissions?.deny;
+  if (own?.length) {
+    const patterns = rawPatterns(name, own);
+    if (patterns.length > 0) out.push({ patterns, origin: `the permissions.deny of server "${name}" in ${entryFile(entry)}` });
+  }
+  return out;
+}
+
+/** The file an entry came from, for messages; code-added entries name their scope. */
+export function entryFile(entry: DesiredServer): string {
+  return path.isAbsolute(entry.source) ? entry.source : `its ${entry.scope} config`;
 }
 
 /** Raw tool names from what a user typed: `mcp__server__tool` loses its prefix. */
