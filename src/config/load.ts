@@ -10,6 +10,7 @@ import { checkConfigSize, isSyntaxProblem, MAX_CONFIG_BYTES, parseText, type Par
 import { getOwn, setOwn } from '../util/own.js';
 import { checkExpandedEntry, validateServerEntry, type EntryProblem } from './schema.js';
 import { formatFieldPath } from './field-path.js';
+import { claudeSettingsFiles, readClaudeLists, readClaudeSettingsFile } from './claude-switches.js';
 import { isYamlPath, type ConfigIssue, type ConfigSource } from './sources.js';
 
 /** Gating settings as written in one file (SPEC §2.3); `allowed: []` is kept (deny all). */export type { ScopedSettings, SourceSettings } from '../gating/compute.js';
@@ -342,11 +343,18 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
   readServerBlocks(reading, root, keys);
   const unknownKeys = unknownKeysIssue(reading);
   if (unknownKeys) issues.push(unknownKeys);
+  const settings = readSettings(root, parsed, atPath, file, issues);
+  // Claude Code's enable lists: its project entry here, and its settings files, which are watched with this source.
+  if (format.name === 'claude-code' && source.at !== undefined) {
+    const home = options.home ?? env.HOME;
+    const lists = [readClaudeLists(root, file, atPath), ...(source.root !== undefined && home ? claudeSettingsFiles(source.root, home).map((p) => (watched.add(p), readClaudeSettingsFile(p))) : [])].filter((l) => l !== undefined);
+    if (lists.length > 0) settings.claudeCode = lists;
+  }
   return {
     source,
     exists: true,
     servers,
-    settings: readSettings(root, parsed, atPath, file, issues),
+    settings,
     issues,
     fatal: false,
     ...(pending.size > 0 ? { pendingInputs: [...pending.values()] } : {}),

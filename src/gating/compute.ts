@@ -17,6 +17,20 @@ export interface SourceSettings {
   pinnedTools?: string[];
   /** `mcp.logLevel` (docs/manage.md): the `logging/setLevel` of every server without its own `logLevel`. */
   logLevel?: LogLevel;
+  /** Claude Code's own enable lists (config/claude-switches.ts), each with its file. */
+  claudeCode?: ClaudeSwitchList[];
+}
+
+/** The enable lists one Claude Code file holds (only the ones it has). */
+export interface ClaudeSwitchList {
+  /** The file (absolute). */
+  file: string;
+  /** Key path to the object holding the lists: `['projects', <root>]` in `~/.claude.json`, `[]` in a settings file. */
+  at: string[];
+  disabledMcpServers?: string[];
+  disabledMcpjsonServers?: string[];
+  enabledMcpjsonServers?: string[];
+  enableAllProjectMcpServers?: boolean;
 }
 
 /** Globs over registered tool names (`mcp__<server>__<tool>`, `*` any run of characters). */
