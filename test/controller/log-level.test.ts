@@ -108,3 +108,21 @@ describe('logLevel', () => {
     expect(lib).toEqual(['chatter emergency', 'plain stderr']);
   });
 });
+
+describe('logLevel on the 2026-07-28 wire', () => {
+  it('rides in each tool call: a v2 server sends what is at or above it, and nothing without one', async () => {
+    const ws = h.workspace('mcp-loglevel-');
+    const v2 = (extra: Record<string, unknown> = {}) => ({ command: process.execPath, args: [fixturePath('v2-log-server')], ...extra });
+    ws.writeUserSettings({ mcpServers: { modern: v2({ logLevel: 'warning' }), silent: v2() } });
+    const c = h.controller(ws);
+    await c.start();
+    await waitState(c, 'modern', 'connected');
+    await waitState(c, 'silent', 'connected');
+    expect(await chatter(c, 'modern', 1)).toEqual(FROM_WARNING);
+    // No level asked: the new wire's servers send no log messages at all.
+    await c.callTool('mcp__silent__chatter');
+    expect(await mcpLines(c, 'silent')).toEqual([]);
+    expect(await c.setLogLevel('modern', 'error')).toBe(true);
+    expect(await chatter(c, 'modern', 2)).toEqual([...FROM_WARNING, ...ALL.slice(4)]);
+  });
+});
