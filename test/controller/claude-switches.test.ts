@@ -69,3 +69,20 @@ describe('claude-code enable lists', () => {
     expect(row(c, 'p1').disabledBy).toBeUndefined();
   });
 });
+
+describe('claude-code enable lists while watching', () => {
+  it('a new .claude/settings.local.json is applied by hot reload', async () => {
+    const ws = h.workspace('mcp-claude-sw-');
+    writeFileSync(join(ws.home, '.claude.json'), JSON.stringify({ projects: { [ws.root]: { allowedTools: [] } } }, null, 2));
+    writeFileSync(join(ws.root, '.mcp.json'), JSON.stringify({ mcpServers: { p: stdioFixtureConfig('basic-server') } }));
+    const c = h.controller(ws, { preset: 'claude-code', watch: true });
+    await c.start();
+    const before = row(c, 'p').state;
+    expect(before).not.toBe('disabled');
+    mkdirSync(join(ws.root, '.claude'));
+    const local = join(ws.root, '.claude', 'settings.local.json');
+    writeFileSync(local, '{ "disabledMcpjsonServers": ["p"] }\n');
+    await waitState(c, 'p', 'disabled');
+    expect(row(c, 'p').disabledBy).toBe(`disabledMcpjsonServers in ${local}`);
+  });
+});
