@@ -75,6 +75,21 @@ describe('logLevel', () => {
     await expect(c.setLogLevel('ghost', 'info')).rejects.toMatchObject({ code: 'unknown_server' });
   });
 
+  it('an edit of logLevel is applied to the live connection without a reconnect', async () => {
+    const ws = h.workspace('mcp-loglevel-');
+    ws.writeUserSettings({ mcpServers: { a: logServer({ logLevel: 'error' }) } });
+    const c = h.controller(ws, { watch: true });
+    await c.start();
+    await waitState(c, 'a', 'connected');
+    const pid = c.pids()[0];
+    expect(await chatter(c, 'a', 1)).toEqual(ALL.slice(4));
+    ws.writeUserSettings({ mcpServers: { a: logServer({ logLevel: 'notice' }) } });
+    // The level is sent by the reload; chatter until its notice line shows it arrived.
+    await waitFor(async () => (await chatter(c, 'a', 0)).includes('notice chatter notice'), 'the notice level to apply', 30_000);
+    expect(c.pids()).toEqual([pid]);
+    expect((await mcpLines(c, 'a')).filter((l) => l.startsWith('debug') || l.startsWith('info'))).toEqual([]);
+  });
+
   it('an invalid logLevel is a config problem naming the field', async () => {
     const ws = h.workspace('mcp-loglevel-');
     ws.writeUserSettings({ mcpServers: { a: logServer({ logLevel: 'loud' }) } });
