@@ -27,6 +27,18 @@ export type TransportType = 'stdio' | 'sse' | 'http' | 'sdk';
  */
 export type ProtocolChoice = '2025-11-25' | '2026-07-28' | 'auto';
 
+/** MCP log levels (`logging/setLevel`), least severe first. */
+export const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
+/** One of {@link LOG_LEVELS}. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Globs over a server's tool names (docs/manage.md): `deny` hides, `ask` holds each call for approval, `allow` lets through `ask`. */
+export interface ToolPermissionLists {
+  allow?: string[];
+  ask?: string[];
+  deny?: string[];
+}
+
 /** One server's configuration as written by the user (SPEC §2.2), after `${VAR}` expansion. */
 export interface ServerConfig {
   type?: TransportType;
@@ -94,6 +106,18 @@ export interface ServerConfig {
    * --tools auto`) lists first, before the most called ones. Not hashed.
    */
   pinnedTools?: string[];
+  /**
+   * The least severe MCP log message the server should send
+   * (`logging/setLevel`, sent after each connect when the server declares
+   * `logging`). Not hashed: it changes what the server tells, not what runs.
+   */
+  logLevel?: LogLevel;
+  /**
+   * This server's own tool permissions (docs/manage.md): globs over its raw
+   * tool names or `mcp__<server>__<tool>`, applied with the settings files'
+   * `permissions` (a deny anywhere hides). Not hashed.
+   */
+  permissions?: ToolPermissionLists;
   /**
    * For `type: 'sdk'`: the in-process server object (an SDK `McpServer` or
    * `Server`). Not serialisable; fingerprints use its identity.

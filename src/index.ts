@@ -54,7 +54,8 @@ export {
   type ServerSpec,
 } from './config/edit.js';
 export type { SetEnabledOptions, SetEnabledResult } from './controller/switches.js';
-export { READ_ONLY_RULE, type ToolApprovalAnswer, type ToolApprovalHandler, type ToolApprovalRequest } from './controller/tool-policy.js';
+export { LOG_LEVELS, type LogLevel, type ToolPermissionLists } from '../machines/types.js';
+export { READ_ONLY_RULE, ANNOTATION_RULES, type ToolApprovalAnswer, type ToolApprovalHandler, type ToolApprovalRequest } from './controller/tool-policy.js';
 export { HOST_SWITCHES, type HostSwitches } from './config/enablement.js';
 export { importServers, type ImportOptions, type ImportedServer } from './config/import.js';
 export { defaultWorkspaceStatePath } from './config/workspace-state.js';

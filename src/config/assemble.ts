@@ -50,8 +50,8 @@ export function assemble(sources: readonly LoadedSource[], extra: ExtraServers =
       // setOwn: a server may be called `__proto__` (plain assignment would drop it).
       setOwn(desired, name, entry(name, loaded.source.scope, loaded.source.path, config));
     }
-    const { allowed, excluded, profiles, permissions, pinToolDefinitions, pinnedTools } = loaded.settings;
-    if (allowed !== undefined || excluded !== undefined || profiles !== undefined || permissions !== undefined || pinToolDefinitions !== undefined || pinnedTools !== undefined) {
+    const { allowed, excluded, profiles, permissions, pinToolDefinitions, pinnedTools, logLevel, claudeCode } = loaded.settings;
+    if (allowed !== undefined || excluded !== undefined || profiles !== undefined || permissions !== undefined || pinToolDefinitions !== undefined || pinnedTools !== undefined || logLevel !== undefined || claudeCode !== undefined) {
       scopedSettings.push({
         scope: loaded.source.scope,
         source: loaded.source.path,
@@ -62,6 +62,8 @@ export function assemble(sources: readonly LoadedSource[], extra: ExtraServers =
           ...(permissions === undefined ? {} : { permissions }),
           ...(pinToolDefinitions === undefined ? {} : { pinToolDefinitions }),
           ...(pinnedTools === undefined ? {} : { pinnedTools: [...pinnedTools] }),
+          ...(logLevel === undefined ? {} : { logLevel }),
+          ...(claudeCode === undefined ? {} : { claudeCode }),
         },
       });
     }

@@ -256,7 +256,7 @@ const defaultFormat: ConfigFormat = {
   builtins: workspaceFolderOnly,
   normalize(raw) {
     const e = new Entry(raw);
-    e.pass('type', 'command', 'args', 'env', 'cwd', 'url', 'httpUrl', 'headers', 'headersHelper', 'timeout', 'disabled', 'includeTools', 'excludeTools', 'description', 'auth', 'oauth', 'envFile', 'fallbackToSse', 'pinToolDefinitions', 'pinnedTools');
+    e.pass('type', 'command', 'args', 'env', 'cwd', 'url', 'httpUrl', 'headers', 'headersHelper', 'timeout', 'disabled', 'includeTools', 'excludeTools', 'description', 'auth', 'oauth', 'envFile', 'fallbackToSse', 'pinToolDefinitions', 'pinnedTools', 'logLevel', 'permissions');
     transportMember(e);
     disabledTools(e, 'disabledTools');
     autoApprove(e, 'autoApprove');

@@ -7,8 +7,10 @@
  */
 import { z } from 'zod';
 import { schemaParts } from './schema.js';
+import { LOG_LEVELS } from '../../machines/types.js';
 
 const names = z.array(z.string());
+const logLevel = z.enum(LOG_LEVELS);
 
 /** Fields the default format reads besides the common ones (other hosts' spellings, see `formats.ts`). */
 const hostFields = z.object({
@@ -34,6 +36,7 @@ function fileSchema() {
           excluded: names.optional().describe('These servers must not connect.'),
           pinToolDefinitions: z.boolean().optional().describe("Hold back every server's tool definition changes until approved (a server's own pinToolDefinitions wins)."),
           pinnedTools: names.optional().describe("Raw tool names every server keeps in the tool list under a budget (a server's own pinnedTools wins)."),
+          logLevel: logLevel.optional().describe("The logging/setLevel sent to every server that declares logging (a server's own logLevel wins)."),
         })
         .optional(),
       profiles: z
@@ -61,6 +64,7 @@ function fileSchema() {
       'mcp.excluded': names.optional(),
       'mcp.pinToolDefinitions': z.boolean().optional(),
       'mcp.pinnedTools': names.optional(),
+      'mcp.logLevel': logLevel.optional(),
     })
     .describe('mcp-reconciler config file (SPEC §2).');
 }

@@ -2,7 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import type { ServerConfig } from '../../machines/types.js';
+import { LOG_LEVELS, type LogLevel, type ServerConfig } from '../../machines/types.js';
 import { ErrorCode } from '../errors.js';
 import { expandServerConfig, type ExpandContext } from './expand.js';
 import { formatForPath, formats, isVscodeShaped, type ConfigFormat } from './formats.js';
@@ -10,6 +10,7 @@ import { checkConfigSize, isSyntaxProblem, MAX_CONFIG_BYTES, parseText, type Par
 import { getOwn, setOwn } from '../util/own.js';
 import { checkExpandedEntry, validateServerEntry, type EntryProblem } from './schema.js';
 import { formatFieldPath } from './field-path.js';
+import { claudeSettingsFiles, readClaudeLists, readClaudeSettingsFile } from './claude-switches.js';
 import { isYamlPath, type ConfigIssue, type ConfigSource } from './sources.js';
 
 /** Gating settings as written in one file (SPEC §2.3); `allowed: []` is kept (deny all). */export type { ScopedSettings, SourceSettings } from '../gating/compute.js';
@@ -64,6 +65,7 @@ function readSettings(root: Record<string, unknown>, doc: ParsedText, atPath: re
     excluded: [isNames, 'must be a list of server names; ignored'],
     pinToolDefinitions: [(raw: unknown): raw is boolean => typeof raw === 'boolean', 'must be true or false; ignored'],
     pinnedTools: [isNames, 'must be a list of tool names as the server lists them; ignored'],
+    logLevel: [(raw: unknown): raw is LogLevel => (LOG_LEVELS as readonly unknown[]).includes(raw), `must be one of ${LOG_LEVELS.join(', ')}; ignored`],
   } as const;
   for (const [key, [valid, message]] of Object.entries(keys) as [keyof typeof keys, (typeof keys)[keyof typeof keys]][]) {
     // The nested form wins over the flat dotted key when a file has both.
@@ -341,11 +343,18 @@ function parseSourceTextUnguarded(text: string, source: ConfigSource, env: NodeJ
   readServerBlocks(reading, root, keys);
   const unknownKeys = unknownKeysIssue(reading);
   if (unknownKeys) issues.push(unknownKeys);
+  const settings = readSettings(root, parsed, atPath, file, issues);
+  // Claude Code's enable lists: its project entry here, and its settings files, which are watched with this source.
+  if (format.name === 'claude-code' && source.at !== undefined) {
+    const home = options.home ?? env.HOME;
+    const lists = [readClaudeLists(root, file, atPath), ...(source.root !== undefined && home ? claudeSettingsFiles(source.root, home).map((p) => (watched.add(p), readClaudeSettingsFile(p))) : [])].filter((l) => l !== undefined);
+    if (lists.length > 0) settings.claudeCode = lists;
+  }
   return {
     source,
     exists: true,
     servers,
-    settings: readSettings(root, parsed, atPath, file, issues),
+    settings,
     issues,
     fatal: false,
     ...(pending.size > 0 ? { pendingInputs: [...pending.values()] } : {}),

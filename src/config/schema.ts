@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ServerConfig, TransportType } from '../../machines/types.js';
+import { LOG_LEVELS, type ServerConfig, type TransportType } from '../../machines/types.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { setOwn } from '../util/own.js';
 import { formatFieldPath } from './field-path.js';
@@ -109,6 +109,16 @@ const entrySchema = z.object({
   pinToolDefinitions: z.boolean().optional(),
   // SPEC §16: tools a budget lists first (raw names of this server's tools).
   pinnedTools: z.array(z.string()).optional(),
+  // The `logging/setLevel` sent after each connect (docs/manage.md).
+  logLevel: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.map((l) => `"${l}"`).join(', ')}` }).optional(),
+  // This server's tool permissions (docs/manage.md): globs over its tool names.
+  permissions: z
+    .object({
+      allow: z.array(z.string()).optional(),
+      ask: z.array(z.string()).optional(),
+      deny: z.array(z.string()).optional(),
+    })
+    .optional(),
 });
 
 /**

@@ -6,6 +6,7 @@
  */
 import {
   Client,
+  LOG_LEVEL_META_KEY,
   type DiscoverResult,
   type FetchLike,
   type McpSubscription,
@@ -18,7 +19,7 @@ import {
 // spec types; the wire values are the same JSON (docs/protocol.md, what stays on v1).
 import type { CallToolResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ProtocolVerdict } from '../cache/listing-cache.js';
-import type { DesiredServer, ProtocolChoice } from '../../machines/types.js';
+import type { DesiredServer, LogLevel, ProtocolChoice } from '../../machines/types.js';
 import { transportOf } from '../config/identity.js';
 import type { EnvPolicy } from './env.js';
 import type { ProcessTracker } from './processes.js';
@@ -116,6 +117,13 @@ export interface ConnectOptions {
   onStderr?: (chunk: Buffer) => void;
   /** Each MCP log message (`notifications/message`) the server sends. */
   onLogMessage?: (params: { level: string; logger?: string; data?: unknown }) => void;
+  /**
+   * The least severe log message the server should send: `logging/setLevel`
+   * right after the handshake when the server declares `logging` (each
+   * connection is new, so every reconnect sends it again); on the 2026 wire,
+   * which carries the level per request, it rides in each tool call's `_meta`.
+   */
+  logLevel?: LogLevel;
 }
 
 /** Abort and time limit of one request. */
@@ -171,6 +179,14 @@ export interface LiveConnection {
   callTool(rawName: string, args: Record<string, unknown> | undefined, opts?: CallToolRequestOptions): Promise<CallToolResult>;
   /** The last few KB of a stdio server's stderr ('' for other transports). */
   stderrTail(): string;
+  /**
+   * Ask the server for log messages at `level` and above from now on
+   * (`logging/setLevel`; the 2026 wire: each later tool call carries it).
+   * Resolves `false` when the server does not declare `logging`.
+   */
+  setLogLevel(level: LogLevel): Promise<boolean>;
+  /** Why the `logLevel` sent at connect was refused (the connection stands without it). */
+  readonly logLevelError: string | undefined;
   /**
    * The protocol era negotiated: `modern` (2026-07-28, `server/discover`,
    * stateless requests) or `legacy` (2025-11-25 and older, `initialize`),
@@ -256,6 +272,9 @@ class Connection implements LiveConnection {
   private readonly listenUris = new Set<string>();
   /** Serialises re-opening the listen stream. */
   private relisten: Promise<void> = Promise.resolve();
+  /** The log level asked for (`logLevel`, `setLogLevel`). */
+  private logLevel: LogLevel | undefined;
+  logLevelError: string | undefined;
 
   constructor(entry: DesiredServer, opts: ConnectOptions) {
     this.entry = entry;
@@ -266,6 +285,7 @@ class Connection implements LiveConnection {
     this.used = this.kind;
     this.timeoutMs = entry.config.timeout ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.choice = entry.config.protocol ?? opts.protocol ?? 'auto';
+    this.logLevel = opts.logLevel;
     this.client = this.newClient(negotiationOf(this.choice));
     this.transportContext = {
       server: entry.name,
@@ -333,6 +353,26 @@ class Connection implements LiveConnection {
 
   stderrTail(): string {
     return this.stdio?.stderrTail() ?? '';
+  }
+
+  async setLogLevel(level: LogLevel): Promise<boolean> {
+    this.logLevel = level;
+    if (!this.client.getServerCapabilities()?.logging) return false;
+    if (this.client.getProtocolEra() === 'modern') return true;
+    await this.client.setLoggingLevel(level, { timeout: this.timeoutMs });
+    return true;
+  }
+
+  /** The connect-time `logging/setLevel`: a server that refuses it still connects (the refusal is kept for its log). */
+  private async sendLogLevel(level: LogLevel, options: { signal: AbortSignal; timeout: number }): Promise<void> {
+    this.logLevelError = undefined;
+    if (!this.client.getServerCapabilities()?.logging) return;
+    try {
+      await this.client.setLoggingLevel(level, options);
+    } catch (err) {
+      if (options.signal.aborted) throw err;
+      this.logLevelError = `logging/setLevel "${level}" was refused: ${causeChain(err)}`;
+    }
   }
 
   /** Connect and list under one deadline; on any failure close everything, then throw. */
@@ -427,6 +467,8 @@ class Connection implements LiveConnection {
     const discover = this.client.getDiscoverResult();
     this.protocol = modern && discover ? { era: 'modern', discover: JSON.parse(JSON.stringify(discover)) as Record<string, unknown> } : { era: 'legacy' };
     this.opts.startPhase?.initialized?.();
+    // Before the listings, so what the server logs while listing is already filtered.
+    if (this.logLevel !== undefined && !modern) await race(this.sendLogLevel(this.logLevel, { signal, timeout }));
     // The change stream opens before the listings, so no change between the two is missed.
     if (modern) await race(this.listen(false));
     await this.initialList(race, signal, timeout);
@@ -530,7 +572,9 @@ class Connection implements LiveConnection {
     const options = opts.onprogress
       ? { ...requestOptions(opts, undefined), onprogress: opts.onprogress, resetTimeoutOnProgress: true }
       : requestOptions(opts, undefined);
-    const params = { name: rawName, arguments: args ?? {} };
+    // The 2026 wire has no session to hold a log level: each request carries it (SEP-2577).
+    const logMeta = this.logLevel !== undefined && this.client.getProtocolEra() === 'modern' && this.client.getServerCapabilities()?.logging ? { _meta: { [LOG_LEVEL_META_KEY]: this.logLevel } } : {};
+    const params = { name: rawName, arguments: args ?? {}, ...logMeta };
     const listed = this.tools.find((t) => t.name === rawName);
     if (listed) {
       // Through `client.callTool` with the listed definition minus its outputSchema: the SDK

@@ -8,7 +8,7 @@ import {
   type SessionInput,
   type SubscriptionsEvent,
 } from '../../machines/server.machine.js';
-import type { DesiredServer } from '../../machines/types.js';
+import type { DesiredServer, LogLevel } from '../../machines/types.js';
 import type { CachedListing } from '../cache/listing-cache.js';
 import type { ServerLogWriter } from './server-logs.js';
 import { openConnection, type ConnectionEvent, type ConnectOptions, type LiveConnection } from '../connection/connect.js';
@@ -54,6 +54,8 @@ export interface ConnectionRecord {
   notify?: (lost: Lost) => void;
   /** Tells the machine how many resources of the server are subscribed (a subscribed server is never idle-stopped), while `connected`. */
   syncSubscriptions?: (count: number) => void;
+  /** The log level this connection was last asked for (`logLevel`, `setLogLevel`). */
+  logLevel?: LogLevel;
 }
 
 /** The connect settings of a controller: its options with their defaults applied. */
@@ -66,6 +68,8 @@ export interface ConnectSettings {
   protocol: ConnectOptions['protocol'];
   /** The tools to register of a server's listing (definition drift may hold some back); identity when absent. */
   reviewTools?(name: string, entry: DesiredServer, tools: Tool[]): Tool[];
+  /** The log level to ask `name` for (`logging/setLevel`); none asked when absent. */
+  logLevel?(name: string, entry: DesiredServer): LogLevel | undefined;
 }
 
 /**
@@ -203,6 +207,7 @@ export class Connections {
       : undefined;
     // Time spent queued is not the server's: its start bound and readiness count from here.
     this.markStarted(name, generation);
+    const logLevel = this.settings.logLevel?.(name, entry);
     let conn: LiveConnection;
     try {
       conn = await openConnection(entry, {
@@ -225,6 +230,7 @@ export class Connections {
         clientFeatures: ws.clientFeatures(),
         ...((wrap) => (wrap ? { wrapFetch: wrap } : {}))(this.auth.fetchFor(name, entry)),
         ...((log) => (log ? { onStderr: (chunk: Buffer) => log.stderr(name, chunk), onLogMessage: (m: Parameters<ServerLogWriter['message']>[1]) => log.message(name, m) } : {}))(ws.serverLog),
+        ...(logLevel !== undefined ? { logLevel } : {}),
       });
     } finally {
       hold?.release();
@@ -243,6 +249,10 @@ export class Connections {
     }
     this.warnInvalidTools(name);
     this.warnResourceConflicts(name);
+    if (conn.logLevelError) {
+      ws.logger.warn(`MCP server "${name}": ${conn.logLevelError}`);
+      ws.serverLog?.supervisor(name, conn.logLevelError, 'warning');
+    }
     if (conn.resourceError) {
       // Its tools are fine: the server connects without resources, and says why.
       ws.logger.warn(`MCP server "${name}": ${conn.resourceError}; its resources are not registered`);
@@ -250,7 +260,7 @@ export class Connections {
     }
     ws.cache?.store(entry.fingerprint, name, listingOf(conn));
     const previous = this.live.get(name);
-    this.live.set(name, { conn, generation, token, fingerprint: entry.fingerprint });
+    this.live.set(name, { conn, generation, token, fingerprint: entry.fingerprint, ...(logLevel !== undefined ? { logLevel } : {}) });
     if (previous && previous.conn !== conn) this.trackClose(previous.conn.close());
     // Subscriptions outlive connections: this one gets them all (failures are logged, not fatal).
     void this.subscriptions.resubscribe(name, conn);
@@ -438,6 +448,27 @@ export class Connections {
   private applyFilter(name: string, entry: DesiredServer): void {
     const { error } = this.ws.registry.setFilter(name, filterOf(entry));
     if (error) this.report(name, { type: 'ERROR_REPORTED', error: error.message });
+    // A `logLevel` edit needs no reconnect: the live connection is asked again.
+    const level = this.settings.logLevel?.(name, entry);
+    if (level !== undefined && this.live.get(name)?.logLevel !== level) void this.setLogLevel(name, level).catch(() => {});
+  }
+
+  /**
+   * Ask `name`'s live connection for log messages at `level` and above;
+   * `false` when it has none or its server does not declare `logging`. A
+   * refusal is written to the server's log and thrown.
+   */
+  async setLogLevel(name: string, level: LogLevel): Promise<boolean> {
+    const rec = this.live.get(name);
+    if (!rec || rec.lost) return false;
+    rec.logLevel = level;
+    try {
+      return await rec.conn.setLogLevel(level);
+    } catch (err) {
+      const message = `logging/setLevel "${level}" was refused: ${describeError(err)}`;
+      this.ws.serverLog?.supervisor(name, message, 'warning');
+      throw new McpReconcilerError(ErrorCode.ConnectFailed, `MCP server "${name}": ${message}`, { hint: 'the server keeps its own log level; its other messages still reach its log' });
+    }
   }
 }
 

@@ -5,7 +5,7 @@ import type { CallToolResult, GetPromptResult, ReadResourceResult, Root, Tool } 
 import { reconcilerMachine } from '../../machines/reconciler.machine.js';
 import { isInTransit, stateNameOf } from '../../machines/reason.js';
 import { slowStartOf, type ServerContext } from '../../machines/server.machine.js';
-import { GATED_SCOPES, type DesiredMap, type DesiredServer, type Scope, type ServerConfig } from '../../machines/types.js';
+import { GATED_SCOPES, LOG_LEVELS, type DesiredMap, type DesiredServer, type LogLevel, type Scope, type ServerConfig } from '../../machines/types.js';
 import { ConfigReader, configSources } from '../config/reader.js';
 import { resolvePreset, type Preset } from '../config/presets.js';
 import type { ConfigSource } from '../config/sources.js';
@@ -35,7 +35,7 @@ import { Semaphore } from './semaphore.js';
 import { StatusView } from './status.js';
 import { Transitions } from './transitions.js';
 import { Workspace } from './workspace.js';
-import { Switches, type SetEnabledOptions, type SetEnabledResult } from './switches.js';
+import { entryFile, Switches, type SetEnabledOptions, type SetEnabledResult } from './switches.js';
 import { profileNames } from './profiles.js';
 import { ToolPolicy } from './tool-policy.js';
 import type {
@@ -99,6 +99,8 @@ export class McpController {
   /** Call counts of this workspace's tools; persisted once `start()` knows the cache folder. */
   private usage = new ToolUsage(false, '');
   private definitions = new ToolDefinitions(false, '');
+  /** Log levels set by `setLogLevel`, over the config's, for this controller's life. */
+  private readonly logLevels = new Map<string, LogLevel>();
 
   /** The composition root: builds the workspace and its collaborators, and wires the one reconciler actor. */
   constructor(private readonly options: McpControllerOptions) {
@@ -153,7 +155,12 @@ export class McpController {
       sources: () => ws.reader.sources,
       warn: (message) => logger.warn(message),
     });
-    this.policy = new ToolPolicy({ settings: () => this.switches.settings, stateFile: () => this.switches.stateFile(), handler: options.onToolApproval });
+    this.policy = new ToolPolicy({
+      settings: () => this.switches.settings,
+      serverPermissions: (server) => ((e) => (e?.config.permissions ? { permissions: e.config.permissions, file: entryFile(e) } : undefined))(getOwn(ws.desired, server)),
+      stateFile: () => this.switches.stateFile(),
+      handler: options.onToolApproval,
+    });
     this.state = new DesiredState(ws, this.auth, (desired, settings) => this.switches.overlay(desired, settings));
     // The reload path goes straight from the coalescer to the desired state (docs/architecture.md).
     this.coalescer = new ReloadCoalescer(this.state.reconcile.bind(this.state));
@@ -164,6 +171,7 @@ export class McpController {
       startTimeoutMs: options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
       protocol: options.protocol,
       reviewTools: (name, entry, tools) => this.reviewTools(name, entry, tools),
+      logLevel: (name, entry) => this.logLevelFor(name, entry),
     });
     // The registry may change another server's tools too (a pending listing that fits
     // once a name frees up), so tools-changed comes from the registry, not from our calls.
@@ -494,10 +502,19 @@ export class McpController {
    * A settings file's `mcp` default for every server (docs/tool-definitions.md):
    * of the files that set it, the highest scope's (the settings come lowest scope first).
    */
-  private settingsDefault<K extends 'pinToolDefinitions' | 'pinnedTools'>(key: K): SourceSettings[K] | undefined {
+  private settingsDefault<K extends 'pinToolDefinitions' | 'pinnedTools' | 'logLevel'>(key: K): SourceSettings[K] | undefined {
     let value: SourceSettings[K] | undefined;
     for (const s of this.switches.settings) if (s.settings[key] !== undefined) value = s.settings[key];
     return value;
+  }
+
+  /**
+   * The log level asked of server `name` (docs/manage.md): `setLogLevel`'s,
+   * else its entry's `logLevel`, else the highest-scope file's
+   * `mcp.logLevel`, else the controller's `logLevel` option.
+   */
+  private logLevelFor(name: string, entry: DesiredServer): LogLevel | undefined {
+    return this.logLevels.get(name) ?? entry.config.logLevel ?? this.settingsDefault('logLevel') ?? this.options.logLevel;
   }
 
   /**
@@ -772,6 +789,24 @@ export class McpController {
     if (this.started) await this.coalescer.request();
     else await this.state.refresh();
     return result;
+  }
+
+  /**
+   * Ask `server` for MCP log messages at `level` and above (`logging/setLevel`)
+   * from now on, over its config's `logLevel`, for this controller's life:
+   * at once when it is connected, and after every reconnect. Resolves `true`
+   * when a live connection was asked now, `false` when the server is not
+   * connected (it is asked when it connects) or does not declare `logging`.
+   * Throws `unknown_server`, or `usage` for a level MCP does not define.
+   */
+  async setLogLevel(server: string, level: LogLevel): Promise<boolean> {
+    this.assertLive();
+    if (!(LOG_LEVELS as readonly string[]).includes(level)) {
+      throw new McpReconcilerError(ErrorCode.Usage, `"${String(level)}" is not an MCP log level`, { hint: `use one of ${LOG_LEVELS.join(', ')}`, details: { level } });
+    }
+    await this.decisionEntry(server);
+    this.logLevels.set(server, level);
+    return this.connections.setLogLevel(server, level);
   }
 
   /**

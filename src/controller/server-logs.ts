@@ -10,6 +10,7 @@ import { mkdir, open, rename, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { appDir, workspaceKey } from '../util/persist.js';
+import { LOG_LEVELS, type LogLevel } from '../../machines/types.js';
 
 /** Where a record came from. */
 export type LogSource = 'stderr' | 'mcp' | 'supervisor';
@@ -236,6 +237,18 @@ export interface ReadLogOptions {
   signal?: AbortSignal;
   /** How often a followed log is checked for growth; default 200 ms. */
   pollMs?: number;
+  /**
+   * Only records at this MCP log level or more severe. Stderr lines carry no
+   * level and are always kept (a crash trace is on stderr).
+   */
+  level?: LogLevel;
+}
+
+/** Whether record `r` is at `level` or more severe; a record without a level (stderr) always is. */
+export function atLevel(r: LogRecord, level: LogLevel): boolean {
+  if (r.level === undefined) return true;
+  const rank = (LOG_LEVELS as readonly string[]).indexOf(r.level);
+  return rank < 0 || rank >= LOG_LEVELS.indexOf(level);
 }
 
 function parseLine(line: string): LogRecord | undefined {
@@ -289,7 +302,8 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 export async function* readServerLog(dir: string, server: string, options: ReadLogOptions = {}): AsyncGenerator<LogRecord> {
   const file = logFile(dir, server);
   const since = options.since === undefined ? undefined : new Date(options.since).toISOString();
-  const keep = (r: LogRecord | undefined): r is LogRecord => r !== undefined && (since === undefined || r.time >= since);
+  const level = options.level;
+  const keep = (r: LogRecord | undefined): r is LogRecord => r !== undefined && (since === undefined || r.time >= since) && (level === undefined || atLevel(r, level));
   const rotated = await openIfExists(`${file}.1`);
   if (rotated) {
     try {

@@ -11,7 +11,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { DesiredMap, DesiredServer } from '../../machines/types.js';
 import { configHash } from '../config/identity.js';
-import { HOST_SWITCHES, locateEntry, writeHostSwitch, type EntryLocation } from '../config/enablement.js';
+import { HOST_SWITCHES, locateEntry, writeHostSwitch, type EntryLocation, type HostSwitchResult } from '../config/enablement.js';
+import { claudeDisabledBy, writeClaudeSwitch, type ClaudeSwitchList } from '../config/claude-switches.js';
 import { formatForPath, formats } from '../config/formats.js';
 import { isYamlPath, type ConfigSource } from '../config/sources.js';
 import { defaultWorkspaceStatePath, WorkspaceStateFile, type ServerToggle } from '../config/workspace-state.js';
@@ -81,8 +82,10 @@ export class Switches {
   private profileTools = new Map<string, { patterns: string[]; origin: Origin }>();
   private knownProfiles: string[] = [];
   private lastSettings: readonly ScopedSettings[] = [];
-  /** Raw-name patterns `permissions.deny` hides, per server, with the files that say so. */
-  private denied = new Map<string, { patterns: string[]; origin: Origin }>();
+  /** Claude Code's enable lists at the last overlay. */
+  private claudeLists: readonly ClaudeSwitchList[] = [];
+  /** Raw-name patterns `permissions.deny` hides, per server: each file's (settings or the entry's own) with what it is. */
+  private denied = new Map<string, { patterns: string[]; origin: Origin }[]>();
 
   constructor(private readonly deps: SwitchDeps) {
     this.profile = deps.profile;
@@ -120,8 +123,8 @@ export class Switches {
 
   /** The `permissions.deny` that hides raw tool `tool` of `server`, when one does. */
   deniedOrigin(server: string, tool: string): string | undefined {
-    const d = this.denied.get(server);
-    return d && matchesAny(d.patterns, tool) ? d.origin : undefined;
+    const by = (this.denied.get(server) ?? []).filter((d) => matchesAny(d.patterns, tool)).map((d) => d.origin);
+    return by.length > 0 ? by.join(' and ') : undefined;
   }
 
   /** Why the profile leaves raw tool `tool` of `server` out, when it does. */
@@ -176,11 +179,11 @@ export class Switches {
     const profileOrigin = this.profile === undefined ? undefined : profile ? `profile "${this.profile}" (${profile.file})` : `profile "${this.profile}", which no settings file defines`;
     const profileOff = new Map<string, Origin>();
     const profileTools = new Map<string, { patterns: string[]; origin: Origin }>();
-    // Every file's deny list applies: a deny only ever hides.
+    // Every file's deny list applies, and each entry's own: a deny only ever hides.
     const denyFiles = settings.filter((s) => s.settings.permissions?.deny?.length);
-    const deny = denyFiles.flatMap((s) => s.settings.permissions!.deny!);
-    const denyOrigin = `permissions.deny in ${denyFiles.map((s) => s.source).join(' and ')}`;
-    const denied = new Map<string, { patterns: string[]; origin: Origin }>();
+    const claudeLists = settings.flatMap((s) => s.settings.claudeCode ?? []);
+    this.claudeLists = claudeLists;
+    const denied = new Map<string, { patterns: string[]; origin: Origin }[]>();
     for (const [name, entry] of Object.entries(desired)) {
       const fromFile: ServerToggle = getOwn(stored, name) ?? {};
       const session = this.session.get(name);
@@ -189,11 +192,14 @@ export class Switches {
       const narrowed = profileOrigin === undefined ? undefined : profile ? narrow(profile.definition, name, config) : { off: true };
       if (narrowed?.off) profileOff.set(name, profileOrigin!);
       if (narrowed?.includeTools) profileTools.set(name, { patterns: narrowed.includeTools, origin: profileOrigin! });
-      const switchedOff = session?.server === undefined ? hostOff || fromFile.disabled === true : !session.server;
+      // Claude Code's own lists (`disabledMcpServers`, `disabledMcpjsonServers`) switch it off as its own field would.
+      const claudeOff = claudeLists.length > 0 && path.isAbsolute(entry.source) ? claudeDisabledBy(claudeLists, name, entry.scope) : undefined;
+      const switchedOff = session?.server === undefined ? hostOff || fromFile.disabled === true || claudeOff !== undefined : !session.server;
       const off = switchedOff || narrowed?.off === true;
       // A runtime, sdk or inline entry has no file to name: `why` then says "in its config".
       const hostFile = path.isAbsolute(entry.source) ? entry.source : undefined;
-      const origin = session?.server === false ? 'this session (setEnabled)' : fromFile.disabled ? `\`mcp-reconciler disable\` (${statePath})` : hostFile;
+      const origin =
+        session?.server === false ? 'this session (setEnabled)' : fromFile.disabled ? `\`mcp-reconciler disable\` (${statePath})` : hostOff ? hostFile : (claudeOff ?? hostFile);
       if (switchedOff && origin !== undefined) disabledBy.set(name, origin);
       const origins = new Map<string, Origin | undefined>();
       for (const t of config.excludeTools ?? []) origins.set(t, hostFile);
@@ -202,9 +208,9 @@ export class Switches {
         if (on) origins.delete(t);
         else origins.set(t, 'this session (setEnabled)');
       }
-      const denyPatterns = deny.length > 0 ? rawPatterns(name, deny) : [];
-      if (denyPatterns.length > 0) denied.set(name, { patterns: denyPatterns, origin: denyOrigin });
-      for (const p of denyPatterns) if (!origins.has(p)) origins.set(p, undefined);
+      const denies = denyRules(name, entry, denyFiles);
+      if (denies.length > 0) denied.set(name, denies);
+      for (const p of denies.flatMap((d) => d.patterns)) if (!origins.has(p)) origins.set(p, undefined);
       const named = new Map([...origins].filter((e): e is [string, Origin] => e[1] !== undefined));
       if (named.size > 0) toolsDisabledBy.set(name, named);
       const exclude = [...origins.keys()];
@@ -257,7 +263,7 @@ export class Switches {
     if (tools) for (const t of tools) session.tools.delete(t);
     else delete session.server;
     const loc = await this.locate(entry);
-    const host = loc ? await writeHostSwitch(loc, server, on, tools) : undefined;
+    const host = loc ? await writeHostSwitch(loc, server, on, tools) : tools === undefined ? await this.claudeSwitch(entry, on) : undefined;
     const file = this.file();
     let stateWritten = false;
     // Enabling clears the state file's switch too: a server may have been switched off there before.
@@ -282,6 +288,23 @@ export class Switches {
     return result('session');
   }
 
+  /**
+   * A Claude Code server switched in Claude Code's own lists
+   * (claude-switches.ts); `undefined` for other hosts' servers. Off writes
+   * `projects[<root>]` of `~/.claude.json`; on clears every Claude Code list
+   * that switches it off.
+   */
+  private async claudeSwitch(entry: DesiredServer, on: boolean): Promise<HostSwitchResult | undefined> {
+    const local = this.deps.sources().find((s) => s.format === 'claude-code' && s.scope === 'local' && s.at?.length === 2 && s.at[0] === 'projects');
+    const source = this.deps.sources().find((s) => s.path === entry.source && s.scope === entry.scope);
+    if (!local || source?.format !== 'claude-code' || isYamlPath(source.path)) return undefined;
+    const writes = await writeClaudeSwitch({ claudeJson: local.path, root: local.at![1]!, name: entry.name, scope: entry.scope, on, lists: this.claudeLists });
+    if (writes.length === 0) return undefined;
+    const written = writes.filter((w) => w.written);
+    const first = written[0] ?? writes[0]!;
+    return { file: written.map((w) => w.file).join(' and ') || first.file, field: [...new Set(writes.map((w) => w.field))].join(', '), written: written.length > 0, ...(first.backup ? { backup: first.backup } : {}) };
+  }
+
   /** Where the entry is in its host file, when that file can be edited and its host has the field. */
   private async locate(entry: DesiredServer): Promise<EntryLocation | undefined> {
     const source = this.deps.sources().find((s) => s.path === entry.source && s.scope === entry.scope);
@@ -293,6 +316,30 @@ export class Switches {
     if (text === undefined) return undefined;
     return locateEntry({ ...source, format }, text, entry.name, source.keys ?? formats[format].keys);
   }
+}
+
+/**
+ * The `permissions.deny` rules that apply to server `name`, as raw-name
+ * patterns: the settings files' (registered names) and the entry's own
+ * (its tool names, bare or `mcp__<server>__<tool>`), each with who says so.
+ */
+function denyRules(name: string, entry: DesiredServer, files: readonly ScopedSettings[]): { patterns: string[]; origin: Origin }[] {
+  const out: { patterns: string[]; origin: Origin }[] = [];
+  for (const s of files) {
+    const patterns = rawPatterns(name, s.settings.permissions!.deny!);
+    if (patterns.length > 0) out.push({ patterns, origin: `permissions.deny in ${s.source}` });
+  }
+  const own = entry.config.permissions?.deny;
+  if (own?.length) {
+    const patterns = rawPatterns(name, own);
+    if (patterns.length > 0) out.push({ patterns, origin: `the permissions.deny of server "${name}" in ${entryFile(entry)}` });
+  }
+  return out;
+}
+
+/** The file an entry came from, for messages; code-added entries name their scope. */
+export function entryFile(entry: DesiredServer): string {
+  return path.isAbsolute(entry.source) ? entry.source : `its ${entry.scope} config`;
 }
 
 /** Raw tool names from what a user typed: `mcp__server__tool` loses its prefix. */

@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { BackoffPolicy, DesiredServer, ProtocolChoice, Scope, StartupMode, TransportType } from '../../machines/types.js';
+import type { BackoffPolicy, DesiredServer, LogLevel, ProtocolChoice, Scope, StartupMode, TransportType } from '../../machines/types.js';
 import type { ToolDrift } from '../approvals/tool-definitions.js';
 import type { ConfigIssue, ConfigSource } from '../config/sources.js';
 import type { InputResolver } from '../config/load.js';
@@ -196,6 +196,12 @@ export interface McpControllerOptions {
   logDir?: string | false;
   /** Cap of each server's log file before it is rotated (one rotated file is kept). Default 1 MiB. */
   logMaxBytes?: number;
+  /**
+   * The `logging/setLevel` sent to every server that declares `logging`, after
+   * each connect, unless its entry's `logLevel` or a settings file's
+   * `mcp.logLevel` says otherwise. Default: none sent (the server's own default).
+   */
+  logLevel?: LogLevel;
   /**
    * The workspace state file: the `enable` / `disable` switches of servers
    * whose host file has no field for them (docs/manage.md). Default

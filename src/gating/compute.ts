@@ -1,6 +1,6 @@
 import { admissionOf, approvalStateOf, isGated, type AdmissionVerdict } from '../../machines/admission.js';
 import { GATED_SCOPES, type ApprovalDecision, type DesiredMap, type GatingState } from '../../machines/types.js';
-import type { Scope } from '../../machines/types.js';
+import type { LogLevel, Scope } from '../../machines/types.js';
 import { setOwn } from '../util/own.js';
 
 /** Gating lists that are already merged: absent `allowed` allows all, `[]` denies all. */
@@ -15,6 +15,22 @@ export interface SourceSettings {
   pinToolDefinitions?: boolean;
   /** `mcp.pinnedTools`: raw tool names kept in the tool list under a budget, of every server without its own list. */
   pinnedTools?: string[];
+  /** `mcp.logLevel` (docs/manage.md): the `logging/setLevel` of every server without its own `logLevel`. */
+  logLevel?: LogLevel;
+  /** Claude Code's own enable lists (config/claude-switches.ts), each with its file. */
+  claudeCode?: ClaudeSwitchList[];
+}
+
+/** The enable lists one Claude Code file holds (only the ones it has). */
+export interface ClaudeSwitchList {
+  /** The file (absolute). */
+  file: string;
+  /** Key path to the object holding the lists: `['projects', <root>]` in `~/.claude.json`, `[]` in a settings file. */
+  at: string[];
+  disabledMcpServers?: string[];
+  disabledMcpjsonServers?: string[];
+  enabledMcpjsonServers?: string[];
+  enableAllProjectMcpServers?: boolean;
 }
 
 /** Globs over registered tool names (`mcp__<server>__<tool>`, `*` any run of characters). */

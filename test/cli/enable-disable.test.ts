@@ -3,8 +3,8 @@
  * the built binary) runs for the same workspace: the gateway drops the tool
  * at once with tools/list_changed, neither the gateway nor `call` can call
  * it, `why` says who disabled it, and `enable` brings it back. Once in the
- * host's own field (the default format's `excludeTools`), once in the
- * workspace state file (Claude Code has no field for it).
+ * host's own field (the default format's `excludeTools`), once in Claude
+ * Code's own `disabledMcpServers` (its tools in the workspace state file).
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -70,7 +70,7 @@ describe('enable / disable against a running gateway', () => {
     expect(readFileSync(ws.userConfig, 'utf8')).toBe(original);
   });
 
-  it('in the workspace state file (claude-code has no field): the running gateway picks the state file up; disabling the server drops all its tools', async () => {
+  it("in Claude Code's own field (projects[<root>].disabledMcpServers): the running gateway picks it up; disabling the server drops all its tools; a tool switch goes to the state file", async () => {
     const ws = new Workspace();
     spaces.push(ws);
     ws.writeUser({ cc: ws.server('1') });
@@ -82,17 +82,24 @@ describe('enable / disable against a running gateway', () => {
 
     const off = await bin(ws, ['disable', 'cc', '--preset', 'claude-code']);
     expect(off.code).toBe(0);
-    expect(off.stdout).toContain(`disabled "cc": kept in the workspace state file ${statePath} (the server's config file has no field for it)`);
-    expect(readFileSync(ws.userConfig, 'utf8')).toBe(original);
+    expect(off.stdout).toContain(`disabled "cc" in ${ws.userConfig} (its "disabledMcpServers" field)`);
+    const written = JSON.parse(readFileSync(ws.userConfig, 'utf8')) as { projects: Record<string, { disabledMcpServers: string[] }> };
+    expect(Object.values(written.projects).map((p) => p.disabledMcpServers)).toEqual([['cc']]);
     await waitFor(async () => !(await names(gw)).some((n) => n.startsWith('mcp__cc__')), 'cc to leave the gateway');
     await waitFor(() => ws.serverPids().length === 0, 'the disabled server to stop');
     const through = await gw.client.callTool({ name: 'mcp__cc__echo', arguments: { text: 'x' } });
     expect(through.isError).toBe(true);
-    expect(textOf(through)).toContain(`MCP server "cc" is disabled by \`mcp-reconciler disable\` (${statePath})`);
+    expect(textOf(through)).toContain(`MCP server "cc" is disabled by disabledMcpServers in ${ws.userConfig}`);
 
     expect((await bin(ws, ['enable', 'cc', '--preset', 'claude-code'])).code).toBe(0);
+    expect(readFileSync(ws.userConfig, 'utf8')).toBe(original);
     await waitFor(async () => (await names(gw)).includes('mcp__cc__echo'), 'cc back in the gateway');
     expect(textOf(await gw.client.callTool({ name: 'mcp__cc__echo', arguments: { text: 'on' } }))).toBe('on');
+
+    // Claude Code has no per-tool field: a tool switch is kept in the workspace state file.
+    const tool = await bin(ws, ['disable', 'cc', '--tool', 'echo', '--preset', 'claude-code']);
+    expect(tool.stdout).toContain(`disabled tool "echo" of "cc": kept in the workspace state file ${statePath}`);
+    expect(readFileSync(ws.userConfig, 'utf8')).toBe(original);
   });
 
   it('an unknown server exits 1 naming the configured ones', async () => {

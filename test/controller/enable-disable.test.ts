@@ -62,8 +62,8 @@ describe('setEnabled in a host file with its own field (the default preset: excl
   });
 });
 
-describe('setEnabled for a host with no such field (Claude Code): the workspace state file', () => {
-  it('keeps the switch in the state file, leaves ~/.claude.json alone, and a new controller starts with it', async () => {
+describe('setEnabled for Claude Code: its own disabledMcpServers for a server, the workspace state file for tools', () => {
+  it('keeps a tool switch in the state file and a server switch in ~/.claude.json; a new controller starts with both', async () => {
     const ws = h.workspace();
     const claudeJson = join(ws.home, '.claude.json');
     writeFileSync(claudeJson, JSON.stringify({ mcpServers: { cc: { type: 'stdio', ...stdioFixtureConfig('basic-server') } } }, null, 2));
@@ -80,15 +80,17 @@ describe('setEnabled for a host with no such field (Claude Code): the workspace 
     expect(JSON.parse(readFileSync(statePath, 'utf8'))).toEqual({ version: 1, servers: { cc: { disabledTools: ['echo'] } } });
     expect(c.toolUnavailableMessage('mcp__cc__echo')).toContain(`is disabled by \`mcp-reconciler disable --tool\` (${statePath})`);
 
-    await c.setEnabled('cc', false);
+    // The whole server: Claude Code's own field, projects[<root>].disabledMcpServers (docs/manage.md).
+    expect(await c.setEnabled('cc', false)).toMatchObject({ where: 'host', file: claudeJson, field: 'disabledMcpServers' });
     await waitState(c, 'cc', 'disabled');
-    expect(row(c, 'cc').disabledBy).toBe(`\`mcp-reconciler disable\` (${statePath})`);
+    expect(row(c, 'cc').disabledBy).toBe(`disabledMcpServers in ${claudeJson} (["projects"][${JSON.stringify(ws.root)}])`);
 
     const next = h.controller(ws, { preset: 'claude-code' });
     await next.start();
     expect(row(next, 'cc').state).toBe('disabled');
     await next.setEnabled('cc', true);
     await waitState(next, 'cc', 'connected');
+    expect(readFileSync(claudeJson, 'utf8')).toBe(original);
     // The tool switch is still there: only the server was enabled.
     expect(registered(next)).not.toContain('mcp__cc__echo');
     await next.setEnabled('cc', true, { tools: ['echo'] });

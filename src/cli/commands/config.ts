@@ -12,6 +12,7 @@ import { displayPath } from '../../format/paths.js';
 import { joinList, table } from '../output.js';
 import { loadWorkspace } from '../workspace.js';
 import { getOwn } from '../../util/own.js';
+import { findProfile, narrow, profileNames } from '../../controller/profiles.js';
 
 // The shown config is the expanded one; `config` output is for looking at, so
 // it never prints env/header values or credential-looking args (src/config/redact.ts).
@@ -39,7 +40,23 @@ async function run(ctx: CliContext): Promise<number> {
   );
 
   const approvalOf = (e: DesiredServer): ApprovalState | null => (isGated(e) ? approvalStateOf(e, computed.gating) : null);
-  const entries = Object.values(desired).sort((a, b) => a.name.localeCompare(b.name));
+  // `--profile` narrows as the controller does (docs/manage.md): servers it leaves out are not shown,
+  // the ones it keeps show the tools it keeps as their `includeTools`; one no file defines keeps nothing.
+  const profile = g.profile === undefined ? undefined : findProfile(settings, g.profile);
+  const leftOut: string[] = [];
+  const entries = Object.values(desired)
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .flatMap((e): DesiredServer[] => {
+      if (g.profile === undefined) return [e];
+      const n = profile ? narrow(profile.definition, e.name, e.config) : { off: true };
+      if (n.off) {
+        leftOut.push(e.name);
+        return [];
+      }
+      return [n.includeTools === undefined ? e : { ...e, config: { ...e.config, includeTools: n.includeTools } }];
+    });
+  const profileNote =
+    g.profile === undefined ? undefined : profile ? `${g.profile} (${profile.file})` : `${g.profile} (no settings file defines it: it keeps nothing; defined: ${joinList(profileNames(settings), 'none')})`;
 
   if (g.json) {
     const doc = {
@@ -47,6 +64,7 @@ async function run(ctx: CliContext): Promise<number> {
       preset: g.preset.name,
       sources: ws.loaded.map((l) => ({ path: l.source.path, scope: l.source.scope, exists: l.exists, ...(l.source.at ? { at: l.source.at } : {}) })),
       gating: computed.lists,
+      ...(g.profile !== undefined ? { profile: { name: g.profile, file: profile?.file ?? null, leftOut } } : {}),
       servers: entries.map((e) => ({
         name: e.name,
         scope: e.scope,
@@ -70,6 +88,7 @@ async function run(ctx: CliContext): Promise<number> {
   lines.push(table([
     ['root', g.root],
     ['preset', g.preset.name],
+    ...(profileNote !== undefined ? [['profile', profileNote]] : []),
   ]));
   lines.push('', 'sources');
   const where = (l: (typeof ws.loaded)[number]) => show(l.source.path) + (l.source.at ? ` ${l.source.at.map((k) => `[${JSON.stringify(k)}]`).join('')}` : '');
@@ -87,7 +106,7 @@ async function run(ctx: CliContext): Promise<number> {
   );
   lines.push('');
   if (entries.length === 0) {
-    lines.push('no servers configured');
+    lines.push(g.profile !== undefined && leftOut.length > 0 ? `no servers kept by profile "${g.profile}"` : 'no servers configured');
   } else {
     lines.push(
       table([
@@ -96,7 +115,9 @@ async function run(ctx: CliContext): Promise<number> {
       ]),
     );
   }
+  if (leftOut.length > 0) lines.push('', `left out by profile "${g.profile}": ${leftOut.join(', ')}`);
   io.stdout.write(`${lines.join('\n')}\n`);
+  if (g.profile !== undefined && !profile) io.stderr.write(`warning: no profile named "${g.profile}" is defined (defined: ${joinList(profileNames(settings), 'none')})\n`);
   for (const issue of issues) io.stderr.write(`warning: ${formatIssue(issue)}\n`);
   if (approvalsError) {
     io.stderr.write(`warning: approvals: ${approvalsError.message}\n`);
@@ -118,6 +139,7 @@ export const configCommand: CliCommand = {
   examples: [
     "mcp-reconciler config                       # every server, its source file, verdict and approval",
     "mcp-reconciler config --preset vscode --json",
+    'mcp-reconciler config --profile research      # only what profile "research" keeps',
   ],
   summary: 'the merged desired map with each entry’s source and gating',
   run,

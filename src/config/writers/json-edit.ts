@@ -303,3 +303,54 @@ export function setMember(text: string, path: readonly string[], key: string, va
   const old = member.children![1]!;
   return bom + splice(body, old.offset, old.length, JSON.stringify(value));
 }
+
+/** The array node at `[...path, key]` of `body`, or a {@link TextEditError}. */
+function arrayAt(body: string, path: readonly string[], key: string): Node {
+  const root = body.trim() === '' ? undefined : parse(body);
+  if (root === undefined || root.type !== 'object') throw new TextEditError('the file has no object to edit');
+  const { node, depth } = walk(root, [...path, key]);
+  if (depth < path.length + 1 || node.type !== 'array') throw new TextEditError(`${describePath([...path, key])} is not a list`, lineOf(body, node.offset));
+  return node;
+}
+
+/**
+ * `text` with `value` appended to the array at `[...path, key]`, written in
+ * the array's own layout (the separator its elements already use), so that
+ * {@link removeFromArray} of it gives back the same bytes.
+ */
+export function appendToArray(text: string, path: readonly string[], key: string, value: unknown): string {
+  const bom = text.startsWith('\uFEFF') ? '\uFEFF' : '';
+  const body = text.slice(bom.length);
+  const arr = arrayAt(body, path, key);
+  const items = arr.children ?? [];
+  const json = JSON.stringify(value);
+  if (items.length === 0) return bom + splice(body, arr.offset + 1, arr.length - 2, json);
+  const last = items[items.length - 1]!;
+  const end = last.offset + last.length;
+  let sep: string;
+  if (items.length >= 2) {
+    const prev = items[items.length - 2]!;
+    sep = body.slice(prev.offset + prev.length, last.offset);
+  } else {
+    const lead = body.slice(arr.offset + 1, last.offset);
+    sep = lead.includes('\n') ? `,${detectStyle(body).eol}${indentOf(body, last.offset)}` : ', ';
+  }
+  return bom + splice(body, end, 0, sep + json);
+}
+
+/** `text` without the element of the array at `[...path, key]` equal to `value` (its separator goes too); `undefined` when it has none. */
+export function removeFromArray(text: string, path: readonly string[], key: string, value: unknown): string | undefined {
+  const bom = text.startsWith('\uFEFF') ? '\uFEFF' : '';
+  const body = text.slice(bom.length);
+  const arr = arrayAt(body, path, key);
+  const items = arr.children ?? [];
+  const i = items.findIndex((n) => JSON.stringify(jsonc().getNodeValue(n)) === JSON.stringify(value));
+  if (i < 0) return undefined;
+  const item = items[i]!;
+  if (items.length === 1) return bom + splice(body, arr.offset + 1, arr.length - 2, '');
+  if (i > 0) {
+    const prev = items[i - 1]!;
+    return bom + splice(body, prev.offset + prev.length, item.offset + item.length - (prev.offset + prev.length), '');
+  }
+  return bom + splice(body, item.offset, items[1]!.offset - item.offset, '');
+}
