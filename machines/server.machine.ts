@@ -246,12 +246,7 @@ export type ServerEvent =
 
 /** Every leaf state a server rests in, as a dotted path (`admission` is transient and never rests). */
 export type ServerStatePath =
-  | 'disabled'
-  | 'untrusted'
-  | 'excluded'
-  | 'not_allowed'
-  | 'rejected'
-  | 'pending_approval'
+  | Exclude<AdmissionVerdict, 'admitted'>
   | 'live.connecting.starting'
   | 'live.connecting.slow'
   | 'live.dormant'
@@ -416,6 +411,16 @@ function announce(path: ServerStatePath, passing?: (context: ServerContext) => b
     type: 'announce' as const,
     params: ({ context }: { context: ServerContext }) => ({ path, passing: passing?.(context) === true }),
   };
+}
+
+/** A failed connect: to `needs_auth`, to `failed` (retrying cannot help, or the budget is spent), else wait in `retry`. */
+function connectFailed(retry: 'reconnecting.waiting' | 'waiting') {
+  return [
+    { guard: 'needsAuth' as const, target: '#server.needs_auth', actions: 'recordError' as const },
+    { guard: 'permanent' as const, target: '#server.failed', actions: 'recordError' as const },
+    { guard: 'budgetSpent' as const, target: '#server.failed', actions: 'recordFailure' as const },
+    { target: retry, actions: 'recordFailure' as const },
+  ];
 }
 
 /** UPDATE in a resting verdict state: admission again when the verdict changed, else only stored (it would come back here). */
@@ -651,12 +656,7 @@ export const serverMachine = setup({
               { guard: and(['connectedCurrentGeneration', or(['lazy', 'waitsForHold']), not('inUse')]), target: 'dormant', actions: 'markCached' },
               { guard: 'connectedCurrentGeneration', target: 'connected', actions: 'markCached' },
             ],
-            onError: [
-              { guard: 'needsAuth', target: '#server.needs_auth', actions: 'recordError' },
-              { guard: 'permanent', target: '#server.failed', actions: 'recordError' },
-              { guard: 'budgetSpent', target: '#server.failed', actions: 'recordFailure' },
-              { target: 'reconnecting.waiting', actions: 'recordFailure' },
-            ],
+            onError: connectFailed('reconnecting.waiting'),
           },
         },
         dormant: {
@@ -738,12 +738,7 @@ export const serverMachine = setup({
                 src: 'connect',
                 input: ({ context }) => ({ name: context.name, entry: context.entry, generation: context.generation }),
                 onDone: { guard: 'connectedCurrentGeneration', target: '#server.live.connected', actions: 'markCached' },
-                onError: [
-                  { guard: 'needsAuth', target: '#server.needs_auth', actions: 'recordError' },
-                  { guard: 'permanent', target: '#server.failed', actions: 'recordError' },
-                  { guard: 'budgetSpent', target: '#server.failed', actions: 'recordFailure' },
-                  { target: 'waiting', actions: 'recordFailure' },
-                ],
+                onError: connectFailed('waiting'),
               },
               on: {
                 // Already trying: keep this attempt, just refill the budget.
