@@ -376,6 +376,7 @@ function inUse(context: ServerContext): boolean {
   return context.calls > 0 || context.subscriptions > 0;
 }
 
+/** The host subscribed to resources of the server: it must run to deliver their updates. */
 function subscribed(context: ServerContext): boolean {
   return context.subscriptions > 0;
 }
