@@ -4,7 +4,9 @@
  * and gating, compares them with what it holds, and acts on the difference
  * only. Children are spawned with `id: name` (and, for a host, the system id
  * {@link serverSystemId}), so a server's actor is `system.get(serverSystemId(name))`
- * (also `snapshot.children[name]` and `context.servers[name]`).
+ * (also `snapshot.children[name]` and `context.servers[name]`). Each spawn is
+ * announced first (`server-spawned`), so a host can listen to the new actor's
+ * transitions (`ref.on('transition', …)`) from its very first one.
  */
 import { enqueueActions, setup } from 'xstate';
 import { getOwn, setOwn } from './own.js';
@@ -54,6 +56,22 @@ export type ReconcilerEvent =
   | { type: 'RECONNECT'; name: string }
   | { type: 'AUTHENTICATED'; name: string }
   | { type: 'DISPOSE' };
+
+/**
+ * Emitted for each server actor the reconciler spawns (first spawn,
+ * re-added, replaced), before that actor starts: a listener finds it by
+ * {@link serverSystemId} (or in the snapshot) and hears its first transition.
+ * The children of `input.desired` start with the reconciler itself, before
+ * any announcement reaches a listener; a host that listens starts empty and
+ * sends CONFIG.
+ */
+export interface ServerSpawned {
+  type: 'server-spawned';
+  name: string;
+}
+
+/** Events the reconciler emits to its host. */
+export type ReconcilerEmitted = ServerSpawned;
 
 /** The system id of `name`'s server actor: the host finds it with `actor.system.get(serverSystemId(name))`. */
 export function serverSystemId(name: string): string {
@@ -148,6 +166,7 @@ export const reconcilerMachine = setup({
     context: {} as ReconcilerContext,
     events: {} as ReconcilerEvent,
     input: {} as ReconcilerInput,
+    emitted: {} as ReconcilerEmitted,
   },
   actors: {
     server: serverMachine,
@@ -191,6 +210,9 @@ export const reconcilerMachine = setup({
       }
       for (const name of toSpawn) removed.delete(name);
 
+      // Announced before the spawn: an emit is delivered in order with the new children's starts,
+      // so the announcement reaches a listener before the child takes its first step.
+      for (const name of toSpawn) enqueue.emit({ type: 'server-spawned', name });
       enqueue.assign(({ spawn }) => {
         for (const name of toSpawn) {
           const input: ServerInput = { name, entry: desired[name]!, gating, backoff: context.backoff, lifecycle: context.lifecycle };

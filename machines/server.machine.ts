@@ -51,7 +51,7 @@
  * - live, fingerprint changed → `fingerprint_changed` (dropTools, disconnect) → admission → new generation;
  * - live, other config change (filters, description, timeout) → `applyFilter`, no reconnect;
  * - live, nothing relevant changed → stays exactly where it is (no churn);
- * - resting verdict state → admission again (a no-op when the verdict stays);
+ * - resting verdict state → admission again when the verdict changed (else it stays);
  * - `failed` / `needs_auth` → admission only when the config or the verdict changed.
  *
  * Supervisor: a failed attempt or a lost connection (current generation only)
@@ -73,9 +73,17 @@
  * Last error: every failure event carries its error (the connect actor's
  * rejection, CONNECTION_LOST), and the controller reports the errors that
  * move nothing (ERROR_REPORTED), so `context.lastError` is the only record.
+ *
+ * Transitions (SPEC §9): every leaf but the transient `admission` announces
+ * itself on entry (`announce`, an emitted {@link ServerTransition}), so the
+ * host hears of each state change with `ref.on('transition', …)` instead of
+ * reading snapshots. A leaf that its own eventless transition leaves in the
+ * same step (`connected.idle` in use, `connected.busy` unused, `dormant`
+ * subscribed) stays quiet: the host hears where the step ends.
  */
-import { and, assign, fromCallback, fromPromise, not, or, setup, type ActorRefFrom, type SnapshotFrom } from 'xstate';
+import { and, assign, enqueueActions, fromCallback, fromPromise, not, or, setup, type ActorRefFrom, type SnapshotFrom, type StateValue } from 'xstate';
 import { admissionOf, type AdmissionVerdict } from './admission.js';
+import { reasonOf, stateNameOf, type ActorReason, type ServerStateName } from './reason.js';
 import { DEFAULT_BACKOFF, DEFAULT_LIFECYCLE, type BackoffPolicy, type DesiredServer, type GatingState, type LifecyclePolicy } from './types.js';
 
 /** Input of one server actor. */
@@ -236,6 +244,46 @@ export type ServerEvent =
   | HoldEvent
   | SubscriptionsEvent;
 
+/** Every leaf state a server rests in, as a dotted path (`admission` is transient and never rests). */
+export type ServerStatePath =
+  | Exclude<AdmissionVerdict, 'admitted'>
+  | 'live.connecting.starting'
+  | 'live.connecting.slow'
+  | 'live.dormant'
+  | 'live.connected.idle'
+  | 'live.connected.busy'
+  | 'live.reconnecting.waiting'
+  | 'live.reconnecting.attempting'
+  | 'fingerprint_changed'
+  | 'needs_auth'
+  | 'failed'
+  | 'removed';
+
+/**
+ * Emitted on every transition (SPEC §9): a leaf state entered, sub-states
+ * of `connecting`, `connected` and `reconnecting` included, each new
+ * generation too. Listen with `ref.on('transition', …)`. A state re-entered
+ * (same `path`, same `generation`: RELEASE restarting the idle timer) is
+ * announced again; it is no transition, and a host skips it.
+ */
+export interface ServerTransition {
+  type: 'transition';
+  /** The public state name (SPEC §5), as `stateNameOf` gives it. */
+  state: ServerStateName;
+  /** The leaf entered, e.g. `live.reconnecting.waiting`. */
+  path: ServerStatePath;
+  generation: number;
+  /** Failures since the budget was last reset. */
+  attempt: number;
+  /** Why the server is unavailable there, as `reasonOf` gives it (SPEC §7). */
+  reason: ActorReason | undefined;
+  /** The server's last error, if it had one (see {@link ServerContext.lastError}). */
+  lastError?: string;
+}
+
+/** Events a server actor emits to its host. */
+export type ServerEmitted = ServerTransition;
+
 /** A server child actor. */
 export type ServerActorRef = ActorRefFrom<typeof serverMachine>;
 
@@ -323,6 +371,65 @@ function reconnectsAtOnce(context: ServerContext, event: Failure): boolean {
 
 const nameParam = ({ context }: { context: ServerContext }) => ({ name: context.name });
 
+/** Calls in flight or resource subscriptions held: a connected server must stay up. */
+function inUse(context: ServerContext): boolean {
+  return context.calls > 0 || context.subscriptions > 0;
+}
+
+/** The host subscribed to resources of the server: it must run to deliver their updates. */
+function subscribed(context: ServerContext): boolean {
+  return context.subscriptions > 0;
+}
+
+/** `{ live: { connected: 'idle' } }` for `live.connected.idle`. */
+function valueOfPath(path: ServerStatePath): StateValue {
+  const keys = path.split('.');
+  let value: StateValue = keys.pop()!;
+  while (keys.length > 0) value = { [keys.pop()!]: value };
+  return value;
+}
+
+function transitionOf(path: ServerStatePath, context: ServerContext): ServerTransition {
+  const snapshot = { value: valueOfPath(path) };
+  return {
+    type: 'transition',
+    state: stateNameOf(snapshot),
+    path,
+    generation: context.generation,
+    attempt: context.attempt,
+    reason: reasonOf(snapshot),
+    ...(context.lastError !== undefined ? { lastError: context.lastError } : {}),
+  };
+}
+
+/**
+ * The entry action of a leaf: announce `path` to the host. `passing` is the
+ * leaf's own `always` guard, when it has one: entered with it true, the leaf
+ * is left in the same step, and the host hears only where the step ends.
+ */
+function announce(path: ServerStatePath, passing?: (context: ServerContext) => boolean) {
+  return {
+    type: 'announce' as const,
+    params: ({ context }: { context: ServerContext }) => ({ path, passing: passing?.(context) === true }),
+  };
+}
+
+/** A failed connect: to `needs_auth`, to `failed` (retrying cannot help, or the budget is spent), else wait in `retry`. */
+function connectFailed(retry: 'reconnecting.waiting' | 'waiting') {
+  return [
+    { guard: 'needsAuth' as const, target: '#server.needs_auth', actions: 'recordError' as const },
+    { guard: 'permanent' as const, target: '#server.failed', actions: 'recordError' as const },
+    { guard: 'budgetSpent' as const, target: '#server.failed', actions: 'recordFailure' as const },
+    { target: retry, actions: 'recordFailure' as const },
+  ];
+}
+
+/** UPDATE in a resting verdict state: admission again when the verdict changed, else only stored (it would come back here). */
+const verdictUpdate = [
+  { guard: 'updateVerdictChanged' as const, target: 'admission', actions: 'storeUpdate' as const },
+  { actions: 'storeUpdate' as const },
+];
+
 /**
  * The server actor logic (SPEC §5). Provide the I/O with
  * `serverMachine.provide({ actors: { connect, session }, actions: { dropTools, disconnect, applyFilter, restoreCached } })`.
@@ -333,6 +440,7 @@ export const serverMachine = setup({
     context: {} as ServerContext,
     events: {} as ServerEvent,
     input: {} as ServerInput,
+    emitted: {} as ServerEmitted,
   },
   actors: {
     /** Opens generation `input.generation`; default stub always fails. */
@@ -369,6 +477,10 @@ export const serverMachine = setup({
       return { entry: event.entry, gating: event.gating, cached };
     }),
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
+    /** Tell the host the leaf just entered (SPEC §9): see {@link announce}. */
+    announce: enqueueActions(({ context, enqueue }, params: { path: ServerStatePath; passing: boolean }) => {
+      if (!params.passing) enqueue.emit(transitionOf(params.path, context));
+    }),
     /** An error reported by the controller (`ERROR_REPORTED`): only `lastError` changes. */
     noteError: assign({ lastError: ({ context, event }) => (event.type === 'ERROR_REPORTED' ? event.error : context.lastError) }),
     recordError: assign({
@@ -418,8 +530,8 @@ export const serverMachine = setup({
     /** A listing of the current fingerprint can be served without connecting. */
     cached: ({ context }) => context.cached,
     /** Calls in flight or resource subscriptions held: a connected server must stay up. */
-    inUse: ({ context }) => context.calls > 0 || context.subscriptions > 0,
-    subscribed: ({ context }) => context.subscriptions > 0,
+    inUse: ({ context }) => inUse(context),
+    subscribed: ({ context }) => subscribed(context),
     // A held server is someone's to keep: the host's default idle timeout applies once it is
     // released, but a server whose own config sets `idleTimeoutMs` asked to be stopped when
     // unused, held or not (its next call wakes it).
@@ -491,13 +603,14 @@ export const serverMachine = setup({
         },
       ],
     },
-    // Resting verdict states: nothing runs; any UPDATE re-runs admission (no side effects when the verdict stays).
-    disabled: { description: 'config has disabled: true', on: { UPDATE: { target: 'admission', actions: 'storeUpdate' } } },
-    untrusted: { description: 'gated scope in an untrusted folder', on: { UPDATE: { target: 'admission', actions: 'storeUpdate' } } },
-    excluded: { description: 'listed in mcp.excluded', on: { UPDATE: { target: 'admission', actions: 'storeUpdate' } } },
-    not_allowed: { description: 'not in the effective allowed list', on: { UPDATE: { target: 'admission', actions: 'storeUpdate' } } },
-    rejected: { description: 'the user rejected this config hash', on: { UPDATE: { target: 'admission', actions: 'storeUpdate' } } },
-    pending_approval: { description: 'waiting for a decision on this config hash', on: { UPDATE: { target: 'admission', actions: 'storeUpdate' } } },
+    // Resting verdict states: nothing runs; an UPDATE that changes the verdict re-runs admission,
+    // any other only stores the update (admission would return here, so nothing is announced).
+    disabled: { description: 'config has disabled: true', entry: announce('disabled'), on: { UPDATE: verdictUpdate } },
+    untrusted: { description: 'gated scope in an untrusted folder', entry: announce('untrusted'), on: { UPDATE: verdictUpdate } },
+    excluded: { description: 'listed in mcp.excluded', entry: announce('excluded'), on: { UPDATE: verdictUpdate } },
+    not_allowed: { description: 'not in the effective allowed list', entry: announce('not_allowed'), on: { UPDATE: verdictUpdate } },
+    rejected: { description: 'the user rejected this config hash', entry: announce('rejected'), on: { UPDATE: verdictUpdate } },
+    pending_approval: { description: 'waiting for a decision on this config hash', entry: announce('pending_approval'), on: { UPDATE: verdictUpdate } },
     live: {
       description: 'Admitted: connected, connecting, reconnecting or dormant; leaving drops tools and disconnects.',
       initial: 'connecting',
@@ -529,9 +642,10 @@ export const serverMachine = setup({
           // The connect keeps running through both: a slow start is reported, not cut off.
           initial: 'starting',
           states: {
-            starting: { after: { startDelay: 'slow' } },
+            starting: { entry: announce('live.connecting.starting'), after: { startDelay: 'slow' } },
             slow: {
               description: 'Slower than its start timeout: still starting in the background; start() no longer waits for it.',
+              entry: announce('live.connecting.slow'),
             },
           },
           invoke: {
@@ -543,18 +657,13 @@ export const serverMachine = setup({
               { guard: and(['connectedCurrentGeneration', or(['lazy', 'waitsForHold']), not('inUse')]), target: 'dormant', actions: 'markCached' },
               { guard: 'connectedCurrentGeneration', target: 'connected', actions: 'markCached' },
             ],
-            onError: [
-              { guard: 'needsAuth', target: '#server.needs_auth', actions: 'recordError' },
-              { guard: 'permanent', target: '#server.failed', actions: 'recordError' },
-              { guard: 'budgetSpent', target: '#server.failed', actions: 'recordFailure' },
-              { target: 'reconnecting.waiting', actions: 'recordFailure' },
-            ],
+            onError: connectFailed('reconnecting.waiting'),
           },
         },
         dormant: {
           description: 'Admitted and stopped: cached tools registered, no process; the first tool call starts it.',
           // Closes the connection it came from (a cache fill or an idle stop); the tools stay.
-          entry: { type: 'disconnect', params: nameParam },
+          entry: [{ type: 'disconnect', params: nameParam }, announce('live.dormant', subscribed)],
           // Subscribed resources need a running server to send their updates (a re-admitted lazy server, say).
           always: { guard: 'subscribed', target: 'connecting', actions: 'freshBudget' },
           on: {
@@ -596,6 +705,7 @@ export const serverMachine = setup({
           states: {
             idle: {
               description: 'No call in flight and no resource subscribed; with an idle timeout, the server is stopped when it runs out.',
+              entry: announce('live.connected.idle', inUse),
               always: { guard: 'inUse', target: 'busy' },
               after: { idleDelay: { guard: 'idleStops', target: '#server.live.dormant' } },
               on: {
@@ -606,6 +716,7 @@ export const serverMachine = setup({
             },
             busy: {
               description: 'Calls in flight or resources subscribed; the idle timer starts over when the last one ends.',
+              entry: announce('live.connected.busy', (context) => !inUse(context)),
               always: { guard: not('inUse'), target: 'idle' },
             },
           },
@@ -615,24 +726,20 @@ export const serverMachine = setup({
           initial: 'waiting',
           states: {
             waiting: {
+              entry: announce('live.reconnecting.waiting'),
               after: { retryDelay: 'attempting' },
               on: {
                 RECONNECT: { target: 'attempting', actions: assign({ attempt: 0, lossForgiven: false, nextDelayMs: undefined }) },
               },
             },
             attempting: {
-              entry: 'nextGeneration',
+              entry: ['nextGeneration', announce('live.reconnecting.attempting')],
               invoke: {
                 id: 'connect',
                 src: 'connect',
                 input: ({ context }) => ({ name: context.name, entry: context.entry, generation: context.generation }),
                 onDone: { guard: 'connectedCurrentGeneration', target: '#server.live.connected', actions: 'markCached' },
-                onError: [
-                  { guard: 'needsAuth', target: '#server.needs_auth', actions: 'recordError' },
-                  { guard: 'permanent', target: '#server.failed', actions: 'recordError' },
-                  { guard: 'budgetSpent', target: '#server.failed', actions: 'recordFailure' },
-                  { target: 'waiting', actions: 'recordFailure' },
-                ],
+                onError: connectFailed('waiting'),
               },
               on: {
                 // Already trying: keep this attempt, just refill the budget.
@@ -645,11 +752,13 @@ export const serverMachine = setup({
     },
     fingerprint_changed: {
       description: 'Connection-relevant config changed: old generation dropped, re-admitting.',
+      entry: announce('fingerprint_changed'),
       after: { restartDelay: 'admission' },
       on: { UPDATE: { actions: 'storeUpdate' } },
     },
     needs_auth: {
       description: 'The server needs authorisation; rests until AUTHENTICATED (new tokens), a config change or RECONNECT.',
+      entry: announce('needs_auth'),
       on: {
         UPDATE: [{ guard: or(['updateConfigChanged', 'updateVerdictChanged']), target: 'admission', actions: 'storeUpdate' }, { actions: 'storeUpdate' }],
         RECONNECT: 'admission',
@@ -658,6 +767,7 @@ export const serverMachine = setup({
     },
     failed: {
       description: 'Backoff budget spent; rests until its config changes or RECONNECT.',
+      entry: announce('failed'),
       on: {
         UPDATE: [{ guard: or(['updateConfigChanged', 'updateVerdictChanged']), target: 'admission', actions: 'storeUpdate' }, { actions: 'storeUpdate' }],
         RECONNECT: 'admission',
@@ -665,6 +775,7 @@ export const serverMachine = setup({
     },
     removed: {
       description: 'Removed from the config; the actor is done.',
+      entry: announce('removed'),
       type: 'final',
     },
   },

@@ -199,8 +199,9 @@ export class McpController {
     };
     this.actor = createActor(reconcilerMachine.provide({ actors: { server } }), {
       input: { desired: {}, gating: { excluded: [], trusted: true, approvals: {} }, backoff: options.backoff, lifecycle, systemIds: true },
-      inspect: this.transitions.observe.bind(this.transitions),
     });
+    // Starts with no servers, so every server actor is announced before it starts (and heard from its first step).
+    this.transitions.follow(this.actor);
     this.view = new StatusView(ws, this.connections, {
       toolDrift: (name, entry) => this.definitions.drift(name, entry.fingerprint),
       disabledBy: (server) => this.switches.serverOrigin(server),

@@ -1,33 +1,43 @@
-import type { AnyActorRef, InspectionEvent, StateValue } from 'xstate';
-import { reasonOf, stateNameOf } from '../../machines/reason.js';
+import type { Actor } from 'xstate';
+import type { reconcilerMachine } from '../../machines/reconciler.machine.js';
+import type { ServerActorRef, ServerTransition } from '../../machines/server.machine.js';
 import type { AuthHooks } from './auth.js';
 import type { ServerStateName } from './types.js';
 import type { Workspace } from './workspace.js';
 
 /**
  * Server state changes as the host hears of them (SPEC §9): each transition
- * of a server actor, read from the reconciler's inspection stream, becomes
- * one `server-state` event, a supervisor line in the server's log, a wake-up
- * for OAuth, and a `client-update`. It also keeps the host's holds: a held
+ * a server actor emits becomes one `server-state` event, a supervisor line
+ * in the server's log, a wake-up for OAuth, and a `client-update`. The
+ * reconciler announces each actor it spawns before the actor starts, so the
+ * first transition is heard too. It also keeps the host's holds: a held
  * server's new actor (first spawn, re-added, replaced) is told HOLD too.
  */
 export class Transitions {
   private readonly stateCache = new Map<string, ServerStateName>();
   private readonly transitionKeys = new Map<string, string>();
-  /** Servers a host holds, and the actor each was last told: a re-spawned actor is told again. */
-  private readonly holds = new Map<string, AnyActorRef | undefined>();
+  /** Servers a host holds; each new actor of one is told HOLD. */
+  private readonly holds = new Set<string>();
 
   constructor(
     private readonly ws: Workspace,
     private readonly auth: AuthHooks,
   ) {}
 
+  /** Listen to every server actor `reconciler` spawns from now on (call before starting it). */
+  follow(reconciler: Actor<typeof reconcilerMachine>): void {
+    reconciler.on('server-spawned', ({ name }) => {
+      const ref = this.ws.server(name);
+      if (ref) this.listen(name, ref);
+    });
+  }
+
   /** Hold `server` (see `McpController.hold`); idempotent. */
   hold(server: string): void {
     if (this.holds.has(server)) return;
-    this.holds.set(server, undefined);
+    this.holds.add(server);
     const ref = this.ws.server(server);
-    if (ref) this.tellHold(server, ref);
+    if (ref) tellHold(ref);
   }
 
   /** Let go of `server` (see `McpController.release`); idempotent, a no-op once disposing. */
@@ -37,34 +47,31 @@ export class Transitions {
     if (ref?.getSnapshot().status === 'active') ref.send({ type: 'RELEASE' });
   }
 
-  /** The reconciler's inspection stream: each server actor's snapshots. */
-  observe(ev: InspectionEvent): void {
-    if (ev.type !== '@xstate.snapshot') return;
-    const snapshot = ev.snapshot as { machine?: { id?: string } };
-    if (snapshot.machine?.id !== 'server') return;
-    const name = (ev.actorRef as AnyActorRef).id;
-    // A held server's new actor (first spawn, re-added, replaced) is held too; the event is queued, never nested.
-    if (this.holds.has(name) && this.holds.get(name) !== ev.actorRef) this.tellHold(name, ev.actorRef as AnyActorRef);
-    const state = stateNameOf(ev.snapshot as never);
-    const ctx = (ev.snapshot as unknown as { context: { generation: number; attempt: number } }).context;
+  /** A new actor for `name`, not started yet: its transitions from the first, and its hold. */
+  private listen(name: string, ref: ServerActorRef): void {
+    ref.on('transition', (t) => this.heard(name, t));
+    // Queued behind the actor's first step, never nested in it.
+    if (this.holds.has(name)) tellHold(ref);
+  }
+
+  private heard(name: string, t: ServerTransition): void {
     // Every transition counts (SPEC §9), including the sub-states of `reconnecting`
-    // and a new generation; a snapshot that only changed context otherwise does not.
-    const path = statePath((ev.snapshot as unknown as { value: StateValue }).value);
-    const key = `${path}#${ctx.generation}`;
+    // and a new generation; a state re-entered in the same generation does not.
+    const key = `${t.path}#${t.generation}`;
     if (this.transitionKeys.get(name) === key) return;
     this.transitionKeys.set(name, key);
     const previous = this.stateCache.get(name);
-    this.stateCache.set(name, state);
-    this.auth.onState(name, state);
-    if (state !== previous) this.logTransition(name, state, ctx.attempt, (ev.snapshot as unknown as { context: { lastError?: string } }).context.lastError);
+    this.stateCache.set(name, t.state);
+    this.auth.onState(name, t.state);
+    if (t.state !== previous) this.logTransition(name, t.state, t.attempt, t.lastError);
     this.ws.emitter.emit('server-state', {
       name,
-      state,
+      state: t.state,
       previous,
-      reason: reasonOf(ev.snapshot as never),
-      generation: ctx.generation,
-      path,
-      attempt: ctx.attempt,
+      reason: t.reason,
+      generation: t.generation,
+      path: t.path,
+      attempt: t.attempt,
     });
     this.ws.clientUpdate();
   }
@@ -79,17 +86,8 @@ export class Transitions {
     const text = `${state}${state === 'connecting' && attempt > 1 ? ` (attempt ${attempt})` : ''}${failing && lastError ? `: ${lastError}` : ''}`;
     log.supervisor(name, text, state === 'failed' ? 'error' : failing ? 'warning' : 'info');
   }
-
-  private tellHold(server: string, ref: AnyActorRef): void {
-    this.holds.set(server, ref);
-    if (ref.getSnapshot().status === 'active') ref.send({ type: 'HOLD' });
-  }
 }
 
-/** `live.reconnecting.waiting` for `{ live: { reconnecting: 'waiting' } }`. */
-function statePath(value: StateValue): string {
-  if (typeof value === 'string') return value;
-  const [key, inner] = Object.entries(value)[0] ?? ['', ''];
-  return inner === undefined || inner === '' ? key : `${key}.${statePath(inner as StateValue)}`;
+function tellHold(ref: ServerActorRef): void {
+  if (ref.getSnapshot().status === 'active') ref.send({ type: 'HOLD' });
 }
-
