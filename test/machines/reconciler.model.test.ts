@@ -68,7 +68,7 @@ class Sut {
   }
 }
 
-describe('abstract controller model, carried out against reconcilerMachine', () => {
+describe('abstract controller model, carried out against reconcilerMachine', { timeout: 600_000 }, () => {
   it('matches the model on every shortest path', async () => {
     const paths = testModel.getShortestPaths();
     let sut!: Sut;

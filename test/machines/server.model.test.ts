@@ -484,7 +484,9 @@ function walkAllTransitions(label: string, input: ServerInput, opts: Options): C
   return cov;
 }
 
-describe('serverMachine, walked with xstate/graph', () => {
+// The walks are CPU-bound (~1 min alone on a 2-core machine under load): generous
+// timeouts, so a busy machine makes them slow, never red.
+describe('serverMachine, walked with xstate/graph', { timeout: 600_000 }, () => {
   it('keeps every invariant on every transition of a gated (project) server and of an ungated (user) server', () => {
     const gated = walkAllTransitions(
       'gated',
@@ -539,7 +541,7 @@ describe('serverMachine, walked with xstate/graph', () => {
   });
 });
 
-describe('reconcilerMachine, walked with xstate/graph', () => {
+describe('reconcilerMachine, walked with xstate/graph', { timeout: 600_000 }, () => {
   it('reaches both of its states; the gating events change exactly what they name', () => {
     const a = entry('a');
     const b = entry('b', { scope: 'project' });

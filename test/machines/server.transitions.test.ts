@@ -139,7 +139,7 @@ function walk(input: ServerInput): { steps: number; announced: number } {
   return { steps, announced };
 }
 
-describe('serverMachine transitions', () => {
+describe('serverMachine transitions', { timeout: 600_000 }, () => {
   it('every leaf but the transient admission announces its own path', () => {
     const leaves = getStateNodes(serverMachine.root).filter((n) => n.type === 'atomic' || n.type === 'final');
     const context = { ...initialTransition(serverMachine, { name: 'x', entry: A, gating: openGating() })[0].context };
