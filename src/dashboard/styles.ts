@@ -105,4 +105,25 @@ button.danger:hover { background: var(--bad-soft); }
 .feed li[data-state="connected"] .what { color: var(--ok); }
 .feed li[data-state="failed"] .what { color: var(--bad); }
 .feed li[data-state="pending_approval"] .what { color: var(--wait); }
+
+.switch { position: relative; display: inline-flex; align-items: center; gap: 6px; cursor: pointer; font-size: 12px; color: var(--muted); }
+.switch input { position: absolute; opacity: 0; width: 1px; height: 1px; }
+.switch .slider { position: relative; width: 30px; height: 17px; border-radius: 999px; background: #cbd5e1; transition: background .2s; flex: none; }
+.switch .slider::after { content: ""; position: absolute; top: 2px; left: 2px; width: 13px; height: 13px; border-radius: 50%; background: #fff; transition: transform .2s; }
+.switch input:checked + .slider { background: var(--ok); }
+.switch input:checked + .slider::after { transform: translateX(13px); }
+.switch input:focus-visible + .slider { outline: 2px solid var(--busy); outline-offset: 2px; }
+.switch input:disabled + .slider { opacity: .5; cursor: not-allowed; }
+.switch-text { max-width: 360px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+
+.log { margin-top: 12px; border: 1px solid var(--line); border-radius: 8px; background: #0f172a; color: #e2e8f0; }
+.log-head { display: flex; justify-content: space-between; padding: 4px 10px; font-size: 11px; text-transform: uppercase; letter-spacing: .5px; color: #94a3b8; border-bottom: 1px solid #1e293b; }
+.log-head a { color: #7dd3fc; text-transform: none; letter-spacing: 0; }
+.log-lines { list-style: none; margin: 0; padding: 4px 10px 6px; max-height: 132px; overflow: auto; cursor: pointer; font-family: ui-monospace, Menlo, Consolas, "Liberation Mono", monospace; font-size: 11.5px; }
+.log-lines li { display: grid; grid-template-columns: 58px 96px 1fr; gap: 8px; }
+.log-lines time, .log-lines .src { color: #64748b; }
+.log-lines .text { white-space: pre-wrap; overflow-wrap: anywhere; }
+.log-lines li[data-source="supervisor"] .text { color: #7dd3fc; }
+.log-lines li[data-level="error"] .text, .log-lines li[data-level="warning"] .text { color: #fca5a5; }
+.log-lines li.muted { display: block; color: #64748b; }
 `;
