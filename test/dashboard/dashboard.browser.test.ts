@@ -281,7 +281,7 @@ describe.skipIf(skipReason !== undefined)('dashboard log tail', () => {
     // The MCP log message the tool sent too.
     await expect.poll(() => card.locator('.log-lines li[data-source="mcp"] .text').allTextContents(), { timeout: 30_000 }).toContain(shown);
     expect(await card.locator('.log-lines img, .log-lines b, .log-lines script').count()).toBe(0);
-    expect(await page.evaluate(() => (window as { __pwned?: unknown }).__pwned)).toBeUndefined();
+    expect(await page.evaluate(() => (globalThis as { __pwned?: unknown }).__pwned)).toBeUndefined();
   });
 
   it('clicking opens the whole log as a page of text: no markup from stderr, no script', async () => {
@@ -296,7 +296,7 @@ describe.skipIf(skipReason !== undefined)('dashboard log tail', () => {
       expect(texts.filter((t) => t === shown)).toHaveLength(2); // stderr and the MCP log message
       expect(await full.locator('#log li[data-source="supervisor"]').count()).toBeGreaterThan(0);
       expect(await full.locator('#log img, #log b, script').count()).toBe(0);
-      expect(await full.evaluate(() => (window as { __pwned?: unknown }).__pwned)).toBeUndefined();
+      expect(await full.evaluate(() => (globalThis as { __pwned?: unknown }).__pwned)).toBeUndefined();
     } finally {
       await full.close();
     }

@@ -39,6 +39,11 @@ export function invalidToolWarnings(rows: readonly ServerStatus[]): string[] {
 
 async function run(ctx: CliContext): Promise<number> {
   if (ctx.values.shared === true) return (await import('../shared-status.js')).printSharedStatus(ctx);
+  if (ctx.values.ui === true) {
+    throw new McpReconcilerError(ErrorCode.Usage, 'status --ui shows the shared daemon: it goes with --shared', {
+      hint: "run `mcp-reconciler status --shared --ui` for the daemon's dashboard, or `mcp-reconciler watch --ui` for this workspace's",
+    });
+  }
   const issues: ConfigIssue[] = [];
   const readyTimeoutMs = parseTimeoutMs(ctx.values);
   // Without --timeout every starting server is reported with its outcome: connected, or
@@ -106,10 +111,13 @@ export const statusCommand: CliCommand = {
     "mcp-reconciler status                       # start, settle, print, exit",
     "mcp-reconciler status --timeout 30000 --json",
     "mcp-reconciler status --shared              # the daemon's workspaces, sessions and who holds which server",
+    'mcp-reconciler status --shared --ui         # the same on a live dashboard (URL printed; Ctrl-C stops it)',
   ],
   summary: 'start the servers, wait until they settle, print their state, exit',
   options: {
     shared: { type: 'boolean', help: 'show the running daemon instead: its workspaces, sessions, and which session holds which server' },
+    ui: { type: 'boolean', help: 'with --shared: serve it as a live dashboard on 127.0.0.1 (URL printed) until Ctrl-C' },
+    port: { type: 'string', value: 'N', help: 'with --ui: dashboard port (default: a free one)' },
     timeout: {
       type: 'string',
       value: 'MS',
