@@ -127,3 +127,25 @@ button.danger:hover { background: var(--bad-soft); }
 .log-lines li[data-level="error"] .text, .log-lines li[data-level="warning"] .text { color: #fca5a5; }
 .log-lines li.muted { display: block; color: #64748b; }
 `;
+
+/** The daemon's and the cluster's pages: workspace/replica sections with tables (added to {@link DASHBOARD_CSS}). */
+export const TABLE_PAGE_CSS = `
+.meta { padding: 14px 24px 0; color: var(--muted); font-size: 13px; display: flex; flex-wrap: wrap; gap: 6px 18px; }
+.meta b { color: var(--text); font-weight: 600; }
+.workspaces { display: flex; flex-direction: column; gap: 16px; padding: 16px 24px 24px; }
+.ws { background: var(--panel); border: 1px solid var(--line); border-radius: var(--radius); padding: 14px 16px; }
+.ws h2 { margin: 0 0 10px; font-size: 15px; font-family: ui-monospace, Menlo, Consolas, "Liberation Mono", monospace; overflow-wrap: anywhere; }
+.ws h3 { margin: 12px 0 6px; font-size: 12px; text-transform: uppercase; letter-spacing: .6px; color: var(--muted); }
+.ws table { border-collapse: collapse; width: 100%; font-size: 13px; }
+.ws th { text-align: left; color: var(--muted); font-weight: 500; padding: 4px 10px 4px 0; border-bottom: 1px solid var(--line); }
+.ws td { padding: 5px 10px 5px 0; border-bottom: 1px solid #f1f5f9; vertical-align: top; }
+.ws td.mono, .ws .sid { font-family: ui-monospace, Menlo, Consolas, "Liberation Mono", monospace; font-size: 12px; }
+.sid { display: inline-block; margin: 0 6px 2px 0; padding: 1px 7px; border-radius: 6px; background: var(--busy-soft); color: #1e3a8a; }
+.state { font-size: 12px; font-weight: 600; padding: 1px 9px; border-radius: 999px; background: var(--off-soft); color: var(--off); }
+.state[data-state="connected"], .state[data-state="dormant"] { background: var(--ok-soft); color: var(--ok); }
+.state[data-state="failed"] { background: var(--bad-soft); color: var(--bad); }
+.state[data-state="pending_approval"] { background: var(--wait-soft); color: var(--wait); }
+.state[data-state="connecting"], .state[data-state="reconnecting"] { background: var(--busy-soft); color: var(--busy); }
+.down { margin: 16px 24px; padding: 12px 14px; border-radius: var(--radius); background: var(--wait-soft); border: 1px solid #fcd34d; color: #78350f; }
+.down[hidden] { display: none; }
+`;
