@@ -5,9 +5,8 @@
  */
 import { connectDaemon, controlHello, greet } from '../daemon/client.js';
 import type { DaemonStatus } from '../daemon/protocol.js';
-import { ErrorCode, McpReconcilerError } from '../errors.js';
 import type { CliContext } from './command.js';
-import { untilStopped } from './until-stopped.js';
+import { serveUntilStopped } from './serve-dashboard.js';
 import { cliBuild, cliDaemonPaths } from './daemon-link.js';
 import { displayPath } from '../format/paths.js';
 import { table } from './output.js';
@@ -52,15 +51,6 @@ async function readSharedStatus(env: NodeJS.ProcessEnv): Promise<DaemonStatus> {
   }
 }
 
-/** The port `--port` names; default 0 (a free one). */
-function portOf(ctx: CliContext): number {
-  const given = ctx.values.port;
-  if (given === undefined) return 0;
-  const port = typeof given === 'string' && /^\d+$/.test(given.trim()) ? Number(given) : NaN;
-  if (!(port >= 0 && port <= 65_535)) throw new McpReconcilerError(ErrorCode.Usage, `invalid --port "${String(given)}"`, { hint: 'use 0 for a free port, or 1-65535' });
-  return port;
-}
-
 /**
  * `status --shared --ui`: serve the daemon's dashboard (its workspaces,
  * sessions and holds, live) until Ctrl-C. It only reads: no daemon is
@@ -68,19 +58,7 @@ function portOf(ctx: CliContext): number {
  */
 async function serveSharedDashboard(ctx: CliContext): Promise<number> {
   const { startDaemonDashboard } = await import('../dashboard/daemon-dashboard.js');
-  const session = untilStopped(ctx);
-  try {
-    const dashboard = await startDaemonDashboard(() => readSharedStatus(ctx.io.env), { port: portOf(ctx) });
-    try {
-      ctx.io.stdout.write(ctx.global.json ? `${JSON.stringify({ event: 'dashboard', url: dashboard.url })}\n` : `daemon dashboard: ${dashboard.url}\n(Ctrl-C stops it; the daemon keeps running)\n`);
-      await session.done;
-    } finally {
-      await dashboard.close();
-    }
-  } finally {
-    session.release();
-  }
-  return 0;
+  return serveUntilStopped(ctx, (port) => startDaemonDashboard(() => readSharedStatus(ctx.io.env), { port }), 'daemon dashboard', 'the daemon keeps running');
 }
 
 /** Print the daemon's status; exit code 1 when no daemon of this build runs. With `--ui`, serve it as a live dashboard. */
