@@ -1,8 +1,10 @@
 /**
  * The live dashboard: a plain `node:http` server on 127.0.0.1 that serves one
  * self-contained page (every server drawn as its state chart, current state
- * highlighted), pushes changes over Server-Sent Events, and accepts approve /
- * reject / reconnect from that page. See security.ts for the request guards.
+ * highlighted, the tail of its log below), pushes changes over Server-Sent
+ * Events, and accepts approve / reject / reconnect / sign-in and the on/off
+ * switch from that page; each server's whole log is a page of its own. See
+ * security.ts for the request guards, http.ts for the shell.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
