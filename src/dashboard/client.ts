@@ -210,11 +210,24 @@ export const CLIENT_JS = String.raw`
     if (s.tools.length > 0) fact(card.facts, 'tokens', s.tokens + ' (tool definitions)', 'tokens');
     card.tools.textContent = '';
     // Tools from the listing cache (a dormant or still-connecting server) are drawn apart.
+    // Each tool has its own switch (setEnabled with tools, persisted); a tool switched off is listed as skipped, with its switch to bring it back.
+    function toolSwitch(chip, tool, on) {
+      if (!s.switchable) return chip;
+      var box = h('input', { type: 'checkbox', 'data-action': 'tool-enable', 'data-tool': tool, 'aria-label': (on ? 'disable ' : 'enable ') + tool });
+      box.checked = on;
+      box.addEventListener('change', function () {
+        card.actionError.hidden = true;
+        post('enable', { server: s.name, on: box.checked, tools: [tool] }, [box]).then(function (data) { if (!data) box.checked = on; });
+      });
+      chip.insertBefore(box, chip.firstChild);
+      return chip;
+    }
     s.tools.forEach(function (t) {
-      card.tools.appendChild(h('span', s.cached ? { className: 'tool cached', text: t, title: 'from the listing cache; the server has not listed it in this session yet' } : { className: 'tool', text: t }));
+      card.tools.appendChild(toolSwitch(h('span', s.cached ? { className: 'tool cached', text: t, title: 'from the listing cache; the server has not listed it in this session yet' } : { className: 'tool', text: t }), t, true));
     });
     (s.skippedTools || []).forEach(function (t) {
-      card.tools.appendChild(h('span', { className: 'tool muted', text: t.rawName + ' (skipped)', title: t.reason }));
+      var chip = h('span', { className: 'tool muted', text: t.rawName + ' (skipped)', title: t.reason });
+      card.tools.appendChild(/^disabled by /.test(t.reason) ? toolSwitch(chip, t.rawName, false) : chip);
     });
     if (s.tools.length === 0 && s.state === 'connected') card.tools.appendChild(h('span', { className: 'muted', text: 'no tools' }));
     card.toggle.checked = s.enabled;

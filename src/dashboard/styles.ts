@@ -81,6 +81,7 @@ button.danger:hover { background: var(--bad-soft); }
 .error[hidden] { display: none; }
 .tools { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 10px; }
 .tool { font-family: ui-monospace, Menlo, Consolas, "Liberation Mono", monospace; font-size: 11px; padding: 2px 7px; border-radius: 6px; background: #f1f5f9; border: 1px solid var(--line); }
+.tool input { width: 11px; height: 11px; margin: 0 5px 0 0; vertical-align: -1px; cursor: pointer; }
 .muted { color: var(--muted); }
 
 .chart { background: #fbfcfe; border: 1px solid var(--line); border-radius: 8px; padding: 6px; overflow: hidden; }

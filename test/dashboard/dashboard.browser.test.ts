@@ -249,6 +249,29 @@ describe.skipIf(skipReason !== undefined)('dashboard switch', () => {
     expect(pageRequests.filter((r) => r === 'POST /api/enable')).toHaveLength(2);
   });
 
+  it("a tool's own switch takes only that tool out of the registry, kept in the file; switched on again it is back", async () => {
+    await page.locator(`${notes}[data-state="connected"]`).waitFor({ timeout: 30_000 });
+    const before = controller.tools().filter((t) => t.name.startsWith('mcp__notes__'));
+    expect(before.length).toBeGreaterThan(1);
+    const [off, ...kept] = before;
+    await page.locator(`${notes} input[data-action="tool-enable"][data-tool="${off!.name}"]`).click();
+    await waitFor(() => !controller.tools().some((t) => t.name === off!.name), `${off!.name} to leave the registry`, 30_000);
+    expect(controller.tools().filter((t) => t.name.startsWith('mcp__notes__')).map((t) => t.name)).toEqual(kept.map((t) => t.name));
+    expect(controller.status().find((s) => s.name === 'notes')!.state).toBe('connected');
+    expect((await notesEntry()) as { excludeTools?: string[] }).toMatchObject({ excludeTools: [off!.rawName] });
+    // The card lists it as skipped, saying who switched it off, with its switch to bring it back.
+    const skipped = page.locator(`${notes} .tool.muted:has(input[data-tool="${off!.rawName}"])`);
+    await skipped.waitFor({ timeout: 30_000 });
+    expect(await skipped.getAttribute('title')).toContain(`disabled by ${userFile}`);
+    expect(await skipped.locator('input').isChecked()).toBe(false);
+
+    await skipped.locator('input').click();
+    await waitFor(() => controller.tools().some((t) => t.name === off!.name), `${off!.name} to be registered again`, 30_000);
+    expect(((await notesEntry()) as { excludeTools?: string[] }).excludeTools).toBeUndefined();
+    await page.locator(`${notes} input[data-action="tool-enable"][data-tool="${off!.name}"]`).waitFor({ timeout: 30_000 });
+    expect(await page.locator(`${notes} input[data-action="tool-enable"][data-tool="${off!.name}"]`).isChecked()).toBe(true);
+  });
+
   it('refuses a cross-origin switch even with the token, and changes nothing', async () => {
     const r = await raw({
       method: 'POST',
