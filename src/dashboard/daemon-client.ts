@@ -22,6 +22,11 @@ export const DAEMON_CLIENT_JS = String.raw`
 
   function short(id) { return String(id).slice(0, 8); }
 
+  // A word for a POSIX shell: as is when plain, else single-quoted.
+  function shellWord(text) {
+    return /^[A-Za-z0-9_@%+=:,.\/-]+$/.test(text) ? text : "'" + String(text).replace(/'/g, "'\\''") + "'";
+  }
+
   function ago(ms) {
     var s = Math.max(0, Math.round((Date.now() - ms) / 1000));
     if (s < 60) return s + ' s ago';
@@ -52,9 +57,11 @@ export const DAEMON_CLIENT_JS = String.raw`
         var s = byId.get(id);
         return h('span', { className: 'sid', 'data-session': id, text: short(id) + (s ? ' · pid ' + s.pid : ''), title: id });
       }));
+      // The daemon watches the approvals file: approving from any terminal starts it for every session.
+      var fix = r.state === 'pending_approval' ? h('code', { className: 'fix', text: 'mcp-reconciler approve ' + shellWord(r.name) + ' --cwd ' + shellWord(w.root) }) : null;
       return h('tr', { 'data-server': r.name }, [
         h('td', { text: r.name }),
-        h('td', null, [h('span', { className: 'state', 'data-state': r.state, text: r.state })]),
+        h('td', null, [h('span', { className: 'state', 'data-state': r.state, text: r.state }), fix ? h('div', null, [fix]) : null]),
         h('td', { className: 'mono', text: r.pid === undefined ? '-' : String(r.pid) }),
         held
       ]);

@@ -149,4 +149,5 @@ export const TABLE_PAGE_CSS = `
 .state[data-state="connecting"], .state[data-state="reconnecting"] { background: var(--busy-soft); color: var(--busy); }
 .down { margin: 16px 24px; padding: 12px 14px; border-radius: var(--radius); background: var(--wait-soft); border: 1px solid #fcd34d; color: #78350f; }
 .down[hidden] { display: none; }
+.ws code.fix { display: inline-block; margin-top: 4px; font-size: 11.5px; background: #f1f5f9; border-radius: 4px; padding: 1px 5px; overflow-wrap: anywhere; }
 `;

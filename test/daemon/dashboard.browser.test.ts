@@ -63,6 +63,8 @@ describe.skipIf(skipReason !== undefined)('status --shared --ui: the daemon dash
 
   beforeAll(async () => {
     ws.writeUser({ alpha: ws.server('1'), beta: ws.server('2') });
+    // A project server: gated, waiting for approval in the daemon.
+    ws.writeProject({ gated: ws.server('3') });
     // The first shim starts the daemon; the second attaches, scoped to alpha.
     shims.push(new RawShim(ws));
     await shims[0]!.initialize();
@@ -70,8 +72,9 @@ describe.skipIf(skipReason !== undefined)('status --shared --ui: the daemon dash
     await shims[1]!.initialize();
     await waitFor(async () => {
       const w = (await ws.status())?.workspaces[0];
-      return w !== undefined && w.sessions.length === 2 && w.servers.every((s) => s.state === 'connected');
-    }, 'two sessions and both servers connected', 60_000, 500);
+      const state = (name: string) => w?.servers.find((s) => s.name === name)?.state;
+      return w !== undefined && w.sessions.length === 2 && state('alpha') === 'connected' && state('beta') === 'connected' && state('gated') === 'pending_approval';
+    }, 'two sessions, both user servers connected and the project one pending', 60_000, 500);
     browser = await chromium.launch({ executablePath: findChromium()!, args: CHROMIUM_ARGS });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   });
@@ -114,6 +117,10 @@ describe.skipIf(skipReason !== undefined)('status --shared --ui: the daemon dash
     const alpha = w.servers.find((s) => s.name === 'alpha')!;
     expect(await section.locator('tr[data-server="alpha"] td').nth(2).textContent()).toBe(String(alpha.pid));
     expect(await section.locator('tr[data-server="alpha"] .state').textContent()).toBe('connected');
+    // A server waiting for approval says how to approve it for every session.
+    expect(await section.locator('tr[data-server="gated"] .state').textContent()).toBe('pending_approval');
+    expect(await section.locator('tr[data-server="gated"] code.fix').textContent()).toBe(`mcp-reconciler approve gated --cwd ${ws.root}`);
+    expect(await section.locator('tr[data-server="alpha"] code.fix').count()).toBe(0);
 
     // The scoped session's client goes away: its hold is released, the page follows without a reload.
     shims[1]!.child.kill('SIGKILL');
