@@ -1,10 +1,12 @@
 /**
  * `status --shared`: what the user's daemon serves — its workspaces, their
- * sessions, and which session holds which server (docs/daemon.md).
+ * sessions, and which session holds which server (docs/daemon.md); with
+ * `--ui`, the same kept live on a dashboard page.
  */
 import { connectDaemon, controlHello, greet } from '../daemon/client.js';
 import type { DaemonStatus } from '../daemon/protocol.js';
 import type { CliContext } from './command.js';
+import { serveUntilStopped } from './serve-dashboard.js';
 import { cliBuild, cliDaemonPaths } from './daemon-link.js';
 import { displayPath } from '../format/paths.js';
 import { table } from './output.js';
@@ -38,13 +40,31 @@ export function sharedStatusText(status: DaemonStatus, home: string): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** Print the daemon's status; exit code 1 when no daemon of this build runs. */
+/** Ask the running daemon of this build for its status (never starts one). */
+async function readSharedStatus(env: NodeJS.ProcessEnv): Promise<DaemonStatus> {
+  const socket = await connectDaemon(cliDaemonPaths(env));
+  try {
+    const welcome = await greet(socket, controlHello(cliBuild().id, 'status'));
+    return welcome.status!;
+  } finally {
+    socket.destroy();
+  }
+}
+
+/**
+ * `status --shared --ui`: serve the daemon's dashboard (its workspaces,
+ * sessions and holds, live) until Ctrl-C. It only reads: no daemon is
+ * started, and while none runs the page says so and waits for one.
+ */
+async function serveSharedDashboard(ctx: CliContext): Promise<number> {
+  const { startDaemonDashboard } = await import('../dashboard/daemon-dashboard.js');
+  return serveUntilStopped(ctx, (port) => startDaemonDashboard(() => readSharedStatus(ctx.io.env), { port }), 'daemon dashboard', 'the daemon keeps running');
+}
+
+/** Print the daemon's status; exit code 1 when no daemon of this build runs. With `--ui`, serve it as a live dashboard. */
 export async function printSharedStatus(ctx: CliContext): Promise<number> {
-  const paths = cliDaemonPaths(ctx.io.env);
-  const socket = await connectDaemon(paths);
-  const welcome = await greet(socket, controlHello(cliBuild().id, 'status'));
-  socket.destroy();
-  const status = welcome.status!;
+  if (ctx.values.ui === true) return serveSharedDashboard(ctx);
+  const status = await readSharedStatus(ctx.io.env);
   ctx.io.stdout.write(ctx.global.json ? `${JSON.stringify(status, null, 2)}\n` : sharedStatusText(status, ctx.global.home));
   return 0;
 }

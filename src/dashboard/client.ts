@@ -86,15 +86,60 @@ export const CLIENT_JS = String.raw`
     var actionError = h('p', { className: 'error' });
     var chart = h('div', { className: 'chart' }, [cloneChart()]);
     var info = h('div', { className: 'info' }, [facts, tools, lastError, actionError]);
+    // The on/off switch (setEnabled, persisted): a checkbox, so it is not one of the card's action buttons.
+    var toggle = h('input', { type: 'checkbox', role: 'switch', 'data-action': 'enable', 'aria-label': 'enable ' + name });
+    var toggleText = h('span', { className: 'switch-text' });
+    var toggleBox = h('label', { className: 'switch', title: 'switch this server on or off (kept in its config file, or the workspace state file)' }, [toggle, h('span', { className: 'slider' }), toggleText]);
+    // The log tail: the newest lines; the link opens the whole log as a page of text.
+    var logLines = h('ol', { className: 'log-lines' });
+    var logLink = h('a', { text: 'full log', href: '/log?server=' + encodeURIComponent(name) + '&token=' + encodeURIComponent(token),
+      target: '_blank', rel: 'noopener noreferrer', 'data-action': 'full-log' });
+    var logBox = h('div', { className: 'log' }, [h('div', { className: 'log-head' }, [h('span', { text: 'log' }), logLink]), logLines]);
+    logLines.title = 'open the full log';
+    logLines.addEventListener('click', function () { window.open(logLink.href, '_blank', 'noopener'); });
     var el = h('article', { className: 'card', 'data-server': name }, [
-      h('header', { className: 'card-head' }, [title, scope, pill, stateName, actions]),
+      h('header', { className: 'card-head' }, [toggleBox, title, scope, pill, stateName, actions]),
       desc,
-      h('div', { className: 'card-body' }, [info, chart])
+      h('div', { className: 'card-body' }, [info, chart]),
+      logBox
     ]);
     lastError.hidden = true;
     actionError.hidden = true;
-    return { el: el, scope: scope, pill: pill, stateName: stateName, actions: actions, desc: desc, facts: facts, tools: tools,
-      lastError: lastError, actionError: actionError, chart: chart, actionsKey: '' };
+    var card = { el: el, scope: scope, pill: pill, stateName: stateName, actions: actions, desc: desc, facts: facts, tools: tools,
+      lastError: lastError, actionError: actionError, chart: chart, actionsKey: '', toggle: toggle, toggleText: toggleText,
+      logBox: logBox, logLines: logLines };
+    toggle.addEventListener('change', function () {
+      card.actionError.hidden = true;
+      var on = toggle.checked;
+      post('enable', { server: name, on: on }, [toggle]).then(function (data) {
+        // Failed: the switch goes back to what the server is.
+        if (!data) toggle.checked = !on;
+      });
+    });
+    renderLog(card, []);
+    return card;
+  }
+
+  // Control characters (terminal escapes, bidi overrides) shown as escapes, as the CLI prints them.
+  function visible(text) {
+    return String(text).replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, function (c) {
+      return '\\u' + ('000' + c.charCodeAt(0).toString(16)).slice(-4);
+    });
+  }
+
+  function renderLog(card, records) {
+    card.logLines.textContent = '';
+    card.logBox.setAttribute('data-empty', records.length === 0 ? 'true' : 'false');
+    if (records.length === 0) { card.logLines.appendChild(h('li', { className: 'muted', text: 'no log lines yet' })); return; }
+    records.forEach(function (r) {
+      var t = new Date(r.time);
+      var time = ('0' + t.getHours()).slice(-2) + ':' + ('0' + t.getMinutes()).slice(-2) + ':' + ('0' + t.getSeconds()).slice(-2);
+      var origin = r.source === 'mcp' ? 'log:' + (r.level || 'info') : r.source === 'supervisor' && r.level && r.level !== 'info' ? 'supervisor:' + r.level : r.source;
+      card.logLines.appendChild(h('li', { 'data-source': r.source, 'data-level': r.level }, [
+        h('time', { text: time, datetime: r.time }), h('span', { className: 'src', text: origin }), h('span', { className: 'text', text: visible(r.text) })
+      ]));
+    });
+    card.logLines.scrollTop = card.logLines.scrollHeight;
   }
 
   // Text with backtick-quoted commands, shown as code (built as nodes, never as markup).
@@ -165,13 +210,29 @@ export const CLIENT_JS = String.raw`
     if (s.tools.length > 0) fact(card.facts, 'tokens', s.tokens + ' (tool definitions)', 'tokens');
     card.tools.textContent = '';
     // Tools from the listing cache (a dormant or still-connecting server) are drawn apart.
+    // Each tool has its own switch (setEnabled with tools, persisted); a tool switched off is listed as skipped, with its switch to bring it back.
+    function toolSwitch(chip, tool, on) {
+      if (!s.switchable) return chip;
+      var box = h('input', { type: 'checkbox', 'data-action': 'tool-enable', 'data-tool': tool, 'aria-label': (on ? 'disable ' : 'enable ') + tool });
+      box.checked = on;
+      box.addEventListener('change', function () {
+        card.actionError.hidden = true;
+        post('enable', { server: s.name, on: box.checked, tools: [tool] }, [box]).then(function (data) { if (!data) box.checked = on; });
+      });
+      chip.insertBefore(box, chip.firstChild);
+      return chip;
+    }
     s.tools.forEach(function (t) {
-      card.tools.appendChild(h('span', s.cached ? { className: 'tool cached', text: t, title: 'from the listing cache; the server has not listed it in this session yet' } : { className: 'tool', text: t }));
+      card.tools.appendChild(toolSwitch(h('span', s.cached ? { className: 'tool cached', text: t, title: 'from the listing cache; the server has not listed it in this session yet' } : { className: 'tool', text: t }), t, true));
     });
     (s.skippedTools || []).forEach(function (t) {
-      card.tools.appendChild(h('span', { className: 'tool muted', text: t.rawName + ' (skipped)', title: t.reason }));
+      var chip = h('span', { className: 'tool muted', text: t.rawName + ' (skipped)', title: t.reason });
+      card.tools.appendChild(/^disabled by /.test(t.reason) ? toolSwitch(chip, t.rawName, false) : chip);
     });
     if (s.tools.length === 0 && s.state === 'connected') card.tools.appendChild(h('span', { className: 'muted', text: 'no tools' }));
+    card.toggle.checked = s.enabled;
+    card.toggle.disabled = !s.switchable;
+    card.toggleText.textContent = s.enabled ? 'on' : s.disabledByLabel ? 'off · disabled by ' + s.disabledByLabel : 'off';
     card.lastError.hidden = !s.lastError;
     card.lastError.textContent = s.lastError ? 'last error: ' + s.lastError : '';
     setActions(card, s);
@@ -212,7 +273,7 @@ export const CLIENT_JS = String.raw`
     view.servers.forEach(function (s, i) {
       seen.add(s.name);
       var card = cards.get(s.name);
-      if (!card) { card = makeCard(s.name); cards.set(s.name, card); }
+      if (!card) { card = makeCard(s.name); cards.set(s.name, card); renderLog(card, logs.get(s.name) || []); }
       updateCard(card, s);
       if (list.children[i + 1] !== card.el) list.insertBefore(card.el, list.children[i + 1] || null);
     });
@@ -238,11 +299,19 @@ export const CLIENT_JS = String.raw`
   var events = new EventSource('/events?token=' + encodeURIComponent(token));
   events.onopen = function () { live.setAttribute('data-live', 'open'); liveText.textContent = 'live'; };
   events.onerror = function () { live.setAttribute('data-live', 'lost'); liveText.textContent = 'reconnecting…'; };
+  var logs = new Map();
   events.addEventListener('hello', function (e) {
     var data = JSON.parse(e.data);
     feedList.textContent = '';
     data.feed.forEach(addFeed);
+    logs = new Map(Object.keys(data.logs || {}).map(function (k) { return [k, data.logs[k]]; }));
     render(data.view);
+  });
+  events.addEventListener('log', function (e) {
+    var data = JSON.parse(e.data);
+    logs.set(data.server, data.records);
+    var card = cards.get(data.server);
+    if (card) renderLog(card, data.records);
   });
   events.addEventListener('status', function (e) { render(JSON.parse(e.data)); });
   events.addEventListener('feed', function (e) { addFeed(JSON.parse(e.data)); });

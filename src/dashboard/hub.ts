@@ -1,10 +1,13 @@
 /**
  * Turns controller events into what the dashboard's live connections need:
- * a feed of transitions (with a short history for pages opened later) and a
+ * a feed of transitions (with a short history for pages opened later), a
  * fresh view after every change — one view per burst of events, computed
- * only while someone is watching.
+ * only while someone is watching — and the tail of each server's log,
+ * followed only while someone is watching too.
  */
 import type { McpController } from '../controller/controller.js';
+import type { LogRecord } from '../controller/server-logs.js';
+import { LogTails } from './log-tail.js';
 import { dashboardView, type DashboardView } from './view.js';
 
 /** One line of the live feed. */
@@ -21,7 +24,7 @@ export interface FeedEntry {
 }
 
 /** What a live connection receives. */
-export type HubMessage = { type: 'status'; view: DashboardView } | { type: 'feed'; entry: FeedEntry };
+export type HubMessage = { type: 'status'; view: DashboardView } | { type: 'feed'; entry: FeedEntry } | { type: 'log'; server: string; records: LogRecord[] };
 
 /** Fan-out of controller events to the dashboard's SSE clients. */
 export class DashboardHub {
@@ -29,11 +32,13 @@ export class DashboardHub {
   private readonly history: FeedEntry[] = [];
   private readonly unsubscribe: (() => void)[];
   private pending: NodeJS.Immediate | undefined;
+  private readonly tails: LogTails;
 
   constructor(
     private readonly controller: McpController,
     private readonly historySize = 200,
   ) {
+    this.tails = new LogTails(controller, (server, records) => this.send({ type: 'log', server, records }));
     const dirty = (): void => this.scheduleStatus();
     this.unsubscribe = [
       controller.on('server-state', (e) => {
@@ -77,17 +82,35 @@ export class DashboardHub {
     return [...this.history];
   }
 
+  /** The log tails known now, by server (the first watcher starts them, so they may still be filling). */
+  logTails(): Record<string, LogRecord[]> {
+    return this.tails.snapshot();
+  }
+
   /** Receive every message until the returned function is called. */
   subscribe(client: (msg: HubMessage) => void): () => void {
     this.clients.add(client);
+    if (this.clients.size === 1) this.followLogs();
     return () => {
       this.clients.delete(client);
+      if (this.clients.size === 0) this.tails.close();
     };
+  }
+
+  /** Follow the logs of the servers there are now (while someone watches). */
+  private followLogs(names?: Iterable<string>): void {
+    if (this.clients.size === 0) return;
+    try {
+      this.tails.sync(names ?? this.controller.status().map((r) => r.name));
+    } catch {
+      // the controller is being disposed
+    }
   }
 
   /** Stop listening to the controller and drop every client. */
   close(): void {
     for (const off of this.unsubscribe) off();
+    this.tails.close();
     if (this.pending) clearImmediate(this.pending);
     this.pending = undefined;
     this.clients.clear();
@@ -105,6 +128,7 @@ export class DashboardHub {
       } catch {
         return; // the controller is being disposed; the page keeps its last view
       }
+      this.followLogs(view.servers.map((s) => s.name));
       this.send({ type: 'status', view });
     });
   }

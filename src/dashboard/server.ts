@@ -1,123 +1,45 @@
 /**
  * The live dashboard: a plain `node:http` server on 127.0.0.1 that serves one
  * self-contained page (every server drawn as its state chart, current state
- * highlighted), pushes changes over Server-Sent Events, and accepts approve /
- * reject / reconnect from that page. See security.ts for the request guards.
+ * highlighted, the tail of its log below), pushes changes over Server-Sent
+ * Events, and accepts approve / reject / reconnect / sign-in and the on/off
+ * switch from that page; each server's whole log is a page of its own. See
+ * security.ts for the request guards, http.ts for the shell.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { McpController } from '../controller/controller.js';
+import type { LogRecord } from '../controller/server-logs.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { DashboardHub, type HubMessage } from './hub.js';
+import { allowPost, openSse, readJson, send, sendError, sendJson, serveGuarded, sse, type Dashboard, type DashboardOptions } from './http.js';
+import { logPage } from './log-page.js';
 import { dashboardPage, chartSvg } from './page.js';
-import { isLoopbackHost, isSameOrigin, newToken, requestToken, tokenMatches } from './security.js';
 import { dashboardView } from './view.js';
 
-/** Options of {@link startDashboard}. */
-export interface DashboardOptions {
-  /** TCP port; default 0 (a free one). */
-  port?: number;
-  /** Only loopback is served. */
-  host?: '127.0.0.1';
-}
+export type { Dashboard, DashboardOptions };
 
-/** A running dashboard. */
-export interface Dashboard {
-  /** The page's URL, token included (`http://127.0.0.1:PORT/?token=…`). */
-  url: string;
-  /** The per-run token every request must carry. */
-  token: string;
-  /** Stop serving: ends live connections and closes the port. Idempotent. */
-  close(): Promise<void>;
-}
-
-const MAX_BODY = 16 * 1024;
-
-const SECURITY_HEADERS = {
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
-  'cache-control': 'no-store',
-  'x-frame-options': 'DENY',
-};
-
-function send(res: ServerResponse, status: number, body: string, type = 'text/plain; charset=utf-8', headers: Record<string, string> = {}): void {
-  res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': type, 'content-length': Buffer.byteLength(body), ...headers });
-  res.end(body);
-}
-
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  send(res, status, JSON.stringify(value), 'application/json; charset=utf-8');
-}
-
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY) throw new McpReconcilerError(ErrorCode.Usage, 'request body too large');
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') return {};
-  try {
-    const value: unknown = JSON.parse(text);
-    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
-  } catch {
-    // reported below
-  }
-  throw new McpReconcilerError(ErrorCode.Usage, 'the request body must be a JSON object like {"server":"docs"}');
-}
-
-function statusOf(err: unknown): number {
-  if (err instanceof McpReconcilerError) {
-    if (err.code === ErrorCode.UnknownServer) return 404;
-    if (err.code === ErrorCode.Usage) return 400;
-    if (err.code === ErrorCode.Disposed) return 503;
-  }
-  return 500;
-}
-
-function sse(res: ServerResponse, event: string, data: unknown): void {
-  res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-}
+/** Largest log page: the newest records up to this many (a log holds two files of 1 MiB by default). */
+const MAX_LOG_PAGE_RECORDS = 50_000;
 
 /**
  * Serve the live dashboard for `controller` on 127.0.0.1 (port 0 = a free
  * one). Resolves once listening. Every request must carry the returned token
  * (`?token=` or the `x-dashboard-token` header) and a loopback Host header;
  * POSTs must also be same-origin. Routes: `GET /` the page, `GET /events`
- * the SSE stream, `GET /api/status`, `POST /api/approve {server, persist?}`,
- * `POST /api/reject {server}`, `POST /api/reconnect {server}`, `POST /api/auth
- * {server}` (starts an OAuth sign-in and answers with the URL to open).
+ * the SSE stream (status, feed, each server's log tail), `GET /api/status`,
+ * `GET /log?server=NAME` (the server's whole log as a page of text),
+ * `POST /api/approve {server, persist?}`, `POST /api/reject {server}`,
+ * `POST /api/reconnect {server}`, `POST /api/enable {server, on, tools?}`
+ * (`setEnabled`, persisted), `POST /api/auth {server}` (starts an OAuth
+ * sign-in and answers with the URL to open).
  */
 export async function startDashboard(controller: McpController, opts: DashboardOptions = {}): Promise<Dashboard> {
-  const host = opts.host ?? '127.0.0.1';
-  if (host !== '127.0.0.1') {
-    throw new McpReconcilerError(ErrorCode.Usage, `the dashboard only listens on 127.0.0.1, not "${String(host)}"`, {
-      hint: 'reach it from another machine through an SSH tunnel instead',
-    });
-  }
-  const port = opts.port ?? 0;
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new McpReconcilerError(ErrorCode.Usage, `invalid dashboard port "${String(opts.port)}"`, { hint: 'use 0 for a free port, or 1-65535' });
-  }
-  const token = newToken();
   const svg = await chartSvg();
   const hub = new DashboardHub(controller);
   const streams = new Set<ServerResponse>();
-  let boundPort = 0;
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if (!isLoopbackHost(req.headers.host, boundPort)) {
-      send(res, 403, 'Forbidden: this dashboard answers only to 127.0.0.1 / localhost (Host header refused).\n');
-      return;
-    }
-    const url = new URL(req.url ?? '/', `http://${req.headers.host}`);
-    if (!tokenMatches(token, requestToken(req, url))) {
-      send(res, 403, 'Forbidden: missing or wrong token. Open the full URL the dashboard printed (it ends with ?token=…).\n');
-      return;
-    }
+  const handle = async (req: IncomingMessage, res: ServerResponse, url: URL, port: number): Promise<void> => {
     const route = `${req.method ?? 'GET'} ${url.pathname}`;
     switch (route) {
       case 'GET /': {
@@ -133,16 +55,22 @@ export async function startDashboard(controller: McpController, opts: DashboardO
       case 'GET /events':
         openStream(res);
         return;
+      case 'GET /log':
+        await fullLog(res, url);
+        return;
       case 'POST /api/approve':
       case 'POST /api/reject':
       case 'POST /api/reconnect':
-        await act(req, res, url.pathname.slice('/api/'.length) as 'approve' | 'reject' | 'reconnect');
+        await act(req, res, port, url.pathname.slice('/api/'.length) as 'approve' | 'reject' | 'reconnect');
+        return;
+      case 'POST /api/enable':
+        await enable(req, res, port);
         return;
       case 'POST /api/auth':
-        await signIn(req, res);
+        await signIn(req, res, port);
         return;
       default:
-        if (url.pathname === '/' || url.pathname === '/events' || url.pathname.startsWith('/api/')) {
+        if (url.pathname === '/' || url.pathname === '/events' || url.pathname === '/log' || url.pathname.startsWith('/api/')) {
           send(res, 405, `Method ${req.method} not allowed on ${url.pathname}\n`);
         } else {
           send(res, 404, `Not found: ${url.pathname}\n`);
@@ -151,14 +79,43 @@ export async function startDashboard(controller: McpController, opts: DashboardO
   };
 
   const openStream = (res: ServerResponse): void => {
-    res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': 'text/event-stream; charset=utf-8', connection: 'keep-alive' });
-    res.write('retry: 1000\n\n');
-    sse(res, 'hello', { view: dashboardView(controller), feed: hub.recent() });
+    openSse(res);
+    sse(res, 'hello', { view: dashboardView(controller), feed: hub.recent(), logs: hub.logTails() });
     streams.add(res);
-    const off = hub.subscribe((msg: HubMessage) => sse(res, msg.type, msg.type === 'status' ? msg.view : msg.entry));
+    const off = hub.subscribe((msg: HubMessage) => {
+      if (msg.type === 'status') sse(res, 'status', msg.view);
+      else if (msg.type === 'feed') sse(res, 'feed', msg.entry);
+      else sse(res, 'log', { server: msg.server, records: msg.records });
+    });
     res.on('close', () => {
       off();
       streams.delete(res);
+    });
+  };
+
+  /**
+   * `server`'s whole log (the newest {@link MAX_LOG_PAGE_RECORDS} records),
+   * rendered as escaped text on a page without script: what a server wrote
+   * is shown, never interpreted.
+   */
+  const fullLog = async (res: ServerResponse, url: URL): Promise<void> => {
+    const server = url.searchParams.get('server') ?? '';
+    if (server === '') {
+      send(res, 400, 'Bad request: name the server, as in /log?server=NAME&token=…\n');
+      return;
+    }
+    const records: LogRecord[] = [];
+    for await (const r of controller.logs(server)) {
+      records.push(r);
+      if (records.length > MAX_LOG_PAGE_RECORDS) records.shift();
+    }
+    if (records.length === 0 && !controller.status().some((row) => row.name === server)) {
+      send(res, 404, `Not found: no MCP server "${server}" and no log of it in this workspace.\n`);
+      return;
+    }
+    const nonce = randomBytes(16).toString('base64');
+    send(res, 200, logPage({ server, records, nonce }), 'text/html; charset=utf-8', {
+      'content-security-policy': `default-src 'none'; style-src 'nonce-${nonce}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
     });
   };
 
@@ -170,12 +127,10 @@ export async function startDashboard(controller: McpController, opts: DashboardO
   const postAbout = async (
     req: IncomingMessage,
     res: ServerResponse,
+    port: number,
     handle: (server: string, body: Record<string, unknown>) => Promise<Record<string, unknown>>,
   ): Promise<void> => {
-    if (!isSameOrigin(req, boundPort)) {
-      send(res, 403, 'Forbidden: cross-origin request refused.\n');
-      return;
-    }
+    if (!allowPost(req, res, port)) return;
     try {
       const body = await readJson(req);
       const server = body.server;
@@ -184,13 +139,12 @@ export async function startDashboard(controller: McpController, opts: DashboardO
       }
       sendJson(res, 200, { ok: true, ...(await handle(server, body)) });
     } catch (err) {
-      const hint = err instanceof McpReconcilerError ? err.hint : undefined;
-      sendJson(res, statusOf(err), { error: describeError(err), ...(hint ? { hint } : {}) });
+      sendError(res, err);
     }
   };
 
-  const act = (req: IncomingMessage, res: ServerResponse, action: 'approve' | 'reject' | 'reconnect'): Promise<void> =>
-    postAbout(req, res, async (server, body) => {
+  const act = (req: IncomingMessage, res: ServerResponse, port: number, action: 'approve' | 'reject' | 'reconnect'): Promise<void> =>
+    postAbout(req, res, port, async (server, body) => {
       if (action === 'approve') {
         const persist = body.persist !== false;
         hub.add({ kind: 'action', server, text: persist ? 'approved from the dashboard' : 'approved for this session from the dashboard' });
@@ -205,6 +159,23 @@ export async function startDashboard(controller: McpController, opts: DashboardO
       return {};
     });
 
+  /** The card's switch: `setEnabled`, persisted where `enable` / `disable` keep it (docs/manage.md). */
+  const enable = (req: IncomingMessage, res: ServerResponse, port: number): Promise<void> =>
+    postAbout(req, res, port, async (server, body) => {
+      if (typeof body.on !== 'boolean') {
+        throw new McpReconcilerError(ErrorCode.Usage, 'missing "on" in the request body', { hint: 'send {"server":"<name>","on":true} or "on":false' });
+      }
+      const tools = body.tools;
+      if (tools !== undefined && !(Array.isArray(tools) && tools.every((t) => typeof t === 'string' && t !== ''))) {
+        throw new McpReconcilerError(ErrorCode.Usage, '"tools" must be a list of tool names', { hint: 'send {"server":"<name>","on":false,"tools":["tool"]}' });
+      }
+      const result = await controller.setEnabled(server, body.on, tools ? { tools: tools as string[] } : {});
+      const what = result.tools ? `tool${result.tools.length === 1 ? '' : 's'} ${result.tools.join(', ')}` : 'server';
+      const where = result.file ? ` (kept in ${result.file})` : result.where === 'session' ? ' (for this session)' : '';
+      hub.add({ kind: 'action', server, text: `${what} ${body.on ? 'enabled' : 'disabled'} from the dashboard${where}` });
+      return { result };
+    });
+
   /**
    * Start an OAuth sign-in for a remote server and answer with the URL the
    * user must open (or none, when the flow needed no browser: client
@@ -212,8 +183,8 @@ export async function startDashboard(controller: McpController, opts: DashboardO
    * comes back to the loopback receiver, the server leaves `needs_auth`, and
    * the page hears it over the event stream like any other change.
    */
-  const signIn = (req: IncomingMessage, res: ServerResponse): Promise<void> =>
-    postAbout(req, res, async (name) => {
+  const signIn = (req: IncomingMessage, res: ServerResponse, port: number): Promise<void> =>
+    postAbout(req, res, port, async (name) => {
       hub.add({ kind: 'action', server: name, text: 'sign-in started from the dashboard' });
       const url = await new Promise<string | undefined>((resolve, reject) => {
         let answered = false;
@@ -239,44 +210,9 @@ export async function startDashboard(controller: McpController, opts: DashboardO
       return url ? { url } : {};
     });
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, { error: describeError(err) });
-      else res.destroy();
-    });
+  return serveGuarded(opts, handle, () => {
+    hub.close();
+    for (const res of streams) res.end();
+    streams.clear();
   });
-
-  await new Promise<void>((resolve, reject) => {
-    const onError = (err: Error): void => {
-      hub.close();
-      reject(
-        new McpReconcilerError(ErrorCode.Usage, `cannot serve the dashboard on ${host}:${port}: ${err.message}`, {
-          hint: 'pick another --port, or 0 for a free one',
-          cause: err,
-        }),
-      );
-    };
-    server.once('error', onError);
-    server.listen(port, host, () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
-  boundPort = (server.address() as AddressInfo).port;
-
-  let closing: Promise<void> | undefined;
-  return {
-    url: `http://${host}:${boundPort}/?token=${token}`,
-    token,
-    close() {
-      closing ??= new Promise<void>((resolve) => {
-        hub.close();
-        for (const res of streams) res.end();
-        streams.clear();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      return closing;
-    },
-  };
 }

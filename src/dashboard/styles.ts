@@ -81,6 +81,7 @@ button.danger:hover { background: var(--bad-soft); }
 .error[hidden] { display: none; }
 .tools { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 10px; }
 .tool { font-family: ui-monospace, Menlo, Consolas, "Liberation Mono", monospace; font-size: 11px; padding: 2px 7px; border-radius: 6px; background: #f1f5f9; border: 1px solid var(--line); }
+.tool input { width: 11px; height: 11px; margin: 0 5px 0 0; vertical-align: -1px; cursor: pointer; }
 .muted { color: var(--muted); }
 
 .chart { background: #fbfcfe; border: 1px solid var(--line); border-radius: 8px; padding: 6px; overflow: hidden; }
@@ -105,4 +106,48 @@ button.danger:hover { background: var(--bad-soft); }
 .feed li[data-state="connected"] .what { color: var(--ok); }
 .feed li[data-state="failed"] .what { color: var(--bad); }
 .feed li[data-state="pending_approval"] .what { color: var(--wait); }
+
+.switch { position: relative; display: inline-flex; align-items: center; gap: 6px; cursor: pointer; font-size: 12px; color: var(--muted); }
+.switch input { position: absolute; opacity: 0; width: 1px; height: 1px; }
+.switch .slider { position: relative; width: 30px; height: 17px; border-radius: 999px; background: #cbd5e1; transition: background .2s; flex: none; }
+.switch .slider::after { content: ""; position: absolute; top: 2px; left: 2px; width: 13px; height: 13px; border-radius: 50%; background: #fff; transition: transform .2s; }
+.switch input:checked + .slider { background: var(--ok); }
+.switch input:checked + .slider::after { transform: translateX(13px); }
+.switch input:focus-visible + .slider { outline: 2px solid var(--busy); outline-offset: 2px; }
+.switch input:disabled + .slider { opacity: .5; cursor: not-allowed; }
+.switch-text { max-width: 360px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+
+.log { margin-top: 12px; border: 1px solid var(--line); border-radius: 8px; background: #0f172a; color: #e2e8f0; }
+.log-head { display: flex; justify-content: space-between; padding: 4px 10px; font-size: 11px; text-transform: uppercase; letter-spacing: .5px; color: #94a3b8; border-bottom: 1px solid #1e293b; }
+.log-head a { color: #7dd3fc; text-transform: none; letter-spacing: 0; }
+.log-lines { list-style: none; margin: 0; padding: 4px 10px 6px; max-height: 132px; overflow: auto; cursor: pointer; font-family: ui-monospace, Menlo, Consolas, "Liberation Mono", monospace; font-size: 11.5px; }
+.log-lines li { display: grid; grid-template-columns: 58px 96px 1fr; gap: 8px; }
+.log-lines time, .log-lines .src { color: #64748b; }
+.log-lines .text { white-space: pre-wrap; overflow-wrap: anywhere; }
+.log-lines li[data-source="supervisor"] .text { color: #7dd3fc; }
+.log-lines li[data-level="error"] .text, .log-lines li[data-level="warning"] .text { color: #fca5a5; }
+.log-lines li.muted { display: block; color: #64748b; }
+`;
+
+/** The daemon's and the cluster's pages: workspace/replica sections with tables (added to {@link DASHBOARD_CSS}). */
+export const TABLE_PAGE_CSS = `
+.meta { padding: 14px 24px 0; color: var(--muted); font-size: 13px; display: flex; flex-wrap: wrap; gap: 6px 18px; }
+.meta b { color: var(--text); font-weight: 600; }
+.workspaces { display: flex; flex-direction: column; gap: 16px; padding: 16px 24px 24px; }
+.ws { background: var(--panel); border: 1px solid var(--line); border-radius: var(--radius); padding: 14px 16px; }
+.ws h2 { margin: 0 0 10px; font-size: 15px; font-family: ui-monospace, Menlo, Consolas, "Liberation Mono", monospace; overflow-wrap: anywhere; }
+.ws h3 { margin: 12px 0 6px; font-size: 12px; text-transform: uppercase; letter-spacing: .6px; color: var(--muted); }
+.ws table { border-collapse: collapse; width: 100%; font-size: 13px; }
+.ws th { text-align: left; color: var(--muted); font-weight: 500; padding: 4px 10px 4px 0; border-bottom: 1px solid var(--line); }
+.ws td { padding: 5px 10px 5px 0; border-bottom: 1px solid #f1f5f9; vertical-align: top; }
+.ws td.mono, .ws .sid { font-family: ui-monospace, Menlo, Consolas, "Liberation Mono", monospace; font-size: 12px; }
+.sid { display: inline-block; margin: 0 6px 2px 0; padding: 1px 7px; border-radius: 6px; background: var(--busy-soft); color: #1e3a8a; }
+.state { font-size: 12px; font-weight: 600; padding: 1px 9px; border-radius: 999px; background: var(--off-soft); color: var(--off); }
+.state[data-state="connected"], .state[data-state="dormant"] { background: var(--ok-soft); color: var(--ok); }
+.state[data-state="failed"] { background: var(--bad-soft); color: var(--bad); }
+.state[data-state="pending_approval"] { background: var(--wait-soft); color: var(--wait); }
+.state[data-state="connecting"], .state[data-state="reconnecting"] { background: var(--busy-soft); color: var(--busy); }
+.down { margin: 16px 24px; padding: 12px 14px; border-radius: var(--radius); background: var(--wait-soft); border: 1px solid #fcd34d; color: #78350f; }
+.down[hidden] { display: none; }
+.ws code.fix { display: inline-block; margin-top: 4px; font-size: 11.5px; background: #f1f5f9; border-radius: 4px; padding: 1px 5px; overflow-wrap: anywhere; }
 `;

@@ -23,6 +23,12 @@ export interface DashboardServer extends ServerStatus {
   reasonText?: string;
   /** What fixes it, when unavailable. */
   fix?: string;
+  /** Whether the server is switched on (not `disabled`): the card's switch (docs/manage.md `enable` / `disable`). */
+  enabled: boolean;
+  /** Whether the card's switch can change it: not a removed server, nor one a profile leaves out. */
+  switchable: boolean;
+  /** Who switched it off, as a user reads it: a file (relative to the root, as `sourceLabel`), the state file, this session, the profile. */
+  disabledByLabel?: string;
 }
 
 /** The whole page's data. */
@@ -54,7 +60,11 @@ export function dashboardView(controller: McpController): DashboardView {
       ...row,
       active: value === undefined ? [`${MACHINE_ID}.${row.state}`] : activeStateIds(MACHINE_ID, value),
       promptable: row.state === 'pending_approval',
+      enabled: row.state !== 'disabled',
+      // A profile only narrows: switching on a server it leaves out would change nothing.
+      switchable: row.state !== 'removed' && !(row.state === 'disabled' && row.profile !== undefined && row.disabledBy?.startsWith('profile ') === true),
     };
+    if (row.disabledBy) out.disabledByLabel = displayPath(row.disabledBy, root);
     if (row.source) out.sourceLabel = displayPath(row.source, root);
     const description = getOwn(desired, row.name)?.config.description;
     if (description) out.description = description;

@@ -5,7 +5,7 @@
  * approval. Set UPDATE_SCREENSHOT=1 to rewrite docs/dashboard.png.
  */
 import { request } from 'node:http';
-import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -42,6 +42,7 @@ function chartNodeOf(state: ServerStateName): string {
 }
 
 let tmp: string;
+let userFile: string;
 let controller: McpController;
 let dashboard: Dashboard;
 let browser: Browser;
@@ -55,7 +56,7 @@ beforeAll(async () => {
   await mkdir(root);
   const basic = fixturePath('basic-server');
   const node = process.execPath;
-  const userFile = join(tmp, 'user-settings.json');
+  userFile = join(tmp, 'user-settings.json');
   await writeFile(
     userFile,
     JSON.stringify({
@@ -79,7 +80,8 @@ beforeAll(async () => {
     cwd: root,
     userConfigPath: userFile,
     approvals: join(tmp, 'approvals.json'),
-    env: { ...process.env, HOME: tmp, XDG_CONFIG_HOME: tmp },
+    // Server logs and the workspace state file live under the temp dir too.
+    env: { ...process.env, HOME: tmp, XDG_CONFIG_HOME: tmp, XDG_STATE_HOME: join(tmp, 'state') },
     watch: false,
     killGraceMs: 500,
     readyTimeoutMs: 30_000,
@@ -213,6 +215,122 @@ describe.skipIf(skipReason !== undefined)('dashboard sign-in', () => {
       await controller.removeRuntimeServer('remote');
       await fixture.close();
     }
+  });
+});
+
+describe.skipIf(skipReason !== undefined)('dashboard switch', () => {
+  const notes = 'article.card[data-server="notes"]';
+  const notesTools = () => controller.tools().filter((t) => t.name.startsWith('mcp__notes__')).length;
+  const notesEntry = async () => (JSON.parse(await readFile(userFile, 'utf8')) as { mcpServers: Record<string, { disabled?: boolean }> }).mcpServers.notes!;
+
+  it('switching a server off takes it out of the registry, kept in its file; the card says who disabled it; on again brings it back', async () => {
+    await page.locator(`${notes}[data-state="connected"]`).waitFor({ timeout: 30_000 });
+    expect(notesTools()).toBeGreaterThan(0);
+    expect(await page.locator(`${notes} input[data-action="enable"]`).isChecked()).toBe(true);
+
+    await page.locator(`${notes} label.switch`).click();
+    await page.locator(`${notes}[data-state="disabled"]`).waitFor({ timeout: 30_000 });
+    expect(notesTools()).toBe(0);
+    expect(controller.status().find((s) => s.name === 'notes')!.state).toBe('disabled');
+    // Persisted in the host's own field of the file the server comes from (docs/manage.md).
+    expect((await notesEntry()).disabled).toBe(true);
+    expect(await page.locator(`${notes} input[data-action="enable"]`).isChecked()).toBe(false);
+    expect(await page.locator(`${notes} .switch-text`).textContent()).toBe(`off · disabled by ${userFile}`);
+    expect(await page.locator(`${notes} .facts .reason`).textContent()).toBe(`is disabled by ${userFile}`);
+
+    await page.locator(`${notes} label.switch`).click();
+    await page.locator(`${notes}[data-state="connected"]`).waitFor({ timeout: 30_000 });
+    await waitFor(() => notesTools() > 0, 'the tools of notes to be registered again', 30_000);
+    expect((await notesEntry()).disabled).toBeUndefined();
+    expect(await page.locator(`${notes} input[data-action="enable"]`).isChecked()).toBe(true);
+    expect(await page.locator(`${notes} .switch-text`).textContent()).toBe('on');
+    const feed = await page.locator('#feed li').allTextContents();
+    expect(feed.some((t) => t.includes('notes') && t.includes(`server disabled from the dashboard (kept in ${userFile})`))).toBe(true);
+    expect(pageRequests.filter((r) => r === 'POST /api/enable')).toHaveLength(2);
+  });
+
+  it("a tool's own switch takes only that tool out of the registry, kept in the file; switched on again it is back", async () => {
+    await page.locator(`${notes}[data-state="connected"]`).waitFor({ timeout: 30_000 });
+    const before = controller.tools().filter((t) => t.name.startsWith('mcp__notes__'));
+    expect(before.length).toBeGreaterThan(1);
+    const [off, ...kept] = before;
+    await page.locator(`${notes} input[data-action="tool-enable"][data-tool="${off!.name}"]`).click();
+    await waitFor(() => !controller.tools().some((t) => t.name === off!.name), `${off!.name} to leave the registry`, 30_000);
+    expect(controller.tools().filter((t) => t.name.startsWith('mcp__notes__')).map((t) => t.name)).toEqual(kept.map((t) => t.name));
+    expect(controller.status().find((s) => s.name === 'notes')!.state).toBe('connected');
+    expect((await notesEntry()) as { excludeTools?: string[] }).toMatchObject({ excludeTools: [off!.rawName] });
+    // The card lists it as skipped, saying who switched it off, with its switch to bring it back.
+    const skipped = page.locator(`${notes} .tool.muted:has(input[data-tool="${off!.rawName}"])`);
+    await skipped.waitFor({ timeout: 30_000 });
+    expect(await skipped.getAttribute('title')).toContain(`disabled by ${userFile}`);
+    expect(await skipped.locator('input').isChecked()).toBe(false);
+
+    await skipped.locator('input').click();
+    await waitFor(() => controller.tools().some((t) => t.name === off!.name), `${off!.name} to be registered again`, 30_000);
+    expect(((await notesEntry()) as { excludeTools?: string[] }).excludeTools).toBeUndefined();
+    await page.locator(`${notes} input[data-action="tool-enable"][data-tool="${off!.name}"]`).waitFor({ timeout: 30_000 });
+    expect(await page.locator(`${notes} input[data-action="tool-enable"][data-tool="${off!.name}"]`).isChecked()).toBe(true);
+  });
+
+  it('refuses a cross-origin switch even with the token, and changes nothing', async () => {
+    const r = await raw({
+      method: 'POST',
+      path: '/api/enable',
+      headers: { 'content-type': 'application/json', host: new URL(dashboard.url).host, 'x-dashboard-token': dashboard.token, origin: 'http://evil.example' },
+      body: JSON.stringify({ server: 'notes', on: false }),
+    });
+    expect(r.status).toBe(403);
+    const noToken = await raw({ method: 'POST', path: '/api/enable', headers: { 'content-type': 'application/json', host: new URL(dashboard.url).host }, body: JSON.stringify({ server: 'notes', on: false }) });
+    expect(noToken.status).toBe(403);
+    expect(controller.status().find((s) => s.name === 'notes')!.state).toBe('connected');
+    expect((await notesEntry()).disabled).toBeUndefined();
+  });
+});
+
+describe.skipIf(skipReason !== undefined)('dashboard log tail', () => {
+  // Markup, an event handler and a terminal escape: all must be shown as text.
+  const hostile = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><b>bold</b> \u001b[31mred';
+  const shown = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"><b>bold</b> \\u001b[31mred';
+
+  it("a server's stderr line appears on its card, live, as text", async () => {
+    await controller.addRuntimeServer('logger', { command: process.execPath, args: [fixturePath('log-server')] });
+    const card = page.locator('article.card[data-server="logger"]');
+    await page.locator('article.card[data-server="logger"][data-state="connected"]').waitFor({ timeout: 30_000 });
+    // The supervisor's line about the connect is in the same stream.
+    await expect.poll(() => card.locator('.log-lines li[data-source="supervisor"]').count(), { timeout: 30_000 }).toBeGreaterThan(0);
+    await controller.callTool('mcp__logger__say', { text: hostile });
+    const stderrLine = card.locator('.log-lines li[data-source="stderr"] .text');
+    await expect.poll(() => stderrLine.allTextContents(), { timeout: 30_000 }).toContain(shown);
+    // The MCP log message the tool sent too.
+    await expect.poll(() => card.locator('.log-lines li[data-source="mcp"] .text').allTextContents(), { timeout: 30_000 }).toContain(shown);
+    expect(await card.locator('.log-lines img, .log-lines b, .log-lines script').count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as { __pwned?: unknown }).__pwned)).toBeUndefined();
+  });
+
+  it('clicking opens the whole log as a page of text: no markup from stderr, no script', async () => {
+    const popup = page.waitForEvent('popup', { timeout: 30_000 });
+    await page.locator('article.card[data-server="logger"] a[data-action="full-log"]').click();
+    const full = await popup;
+    try {
+      await full.waitForLoadState();
+      expect(new URL(full.url()).pathname).toBe('/log');
+      expect(await full.locator('h1').textContent()).toBe('Log of “logger”');
+      const texts = await full.locator('#log li .text').allTextContents();
+      expect(texts.filter((t) => t === shown)).toHaveLength(2); // stderr and the MCP log message
+      expect(await full.locator('#log li[data-source="supervisor"]').count()).toBeGreaterThan(0);
+      expect(await full.locator('#log img, #log b, script').count()).toBe(0);
+      expect(await full.evaluate(() => (globalThis as { __pwned?: unknown }).__pwned)).toBeUndefined();
+    } finally {
+      await full.close();
+    }
+    // The page needs the token like every other one.
+    const host = new URL(dashboard.url).host;
+    expect((await raw({ path: '/log?server=logger', headers: { host } })).status).toBe(403);
+    expect((await raw({ path: `/log?server=nobody&token=${dashboard.token}`, headers: { host } })).status).toBe(404);
+  });
+
+  afterAll(async () => {
+    if (controller.status().some((s) => s.name === 'logger')) await controller.removeRuntimeServer('logger');
   });
 });
 

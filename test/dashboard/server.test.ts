@@ -198,6 +198,32 @@ describe('startDashboard', () => {
     expect((await call(withToken('/nope'))).status).toBe(404);
   });
 
+  it('POST /api/enable needs a boolean "on", a tool list when tools are named, and a configured server', async () => {
+    const post = (body: unknown) =>
+      call('/api/enable', { method: 'POST', headers: { 'content-type': 'application/json', 'x-dashboard-token': dashboard.token }, body: JSON.stringify(body) });
+    const noOn = await post({ server: 'alpha' });
+    expect(noOn.status).toBe(400);
+    expect(JSON.parse(noOn.body)).toMatchObject({ error: expect.stringContaining('"on"'), hint: expect.stringContaining('"on":true') });
+    expect((await post({ server: 'alpha', on: false, tools: 'all' })).status).toBe(400);
+    for (const name of ['ghost', 'toString', '__proto__']) {
+      const r = await post({ server: name, on: false });
+      expect(r.status).toBe(404);
+      expect((JSON.parse(r.body) as { error: string }).error).toContain(`no MCP server named "${name}" is configured`);
+    }
+    expect(controller.status().find((s) => s.name === 'alpha')!.state).toBe('disabled');
+  });
+
+  it('GET /log names a server: 400 without one, 404 for one with neither a config nor a log, a page of text for a known one', async () => {
+    expect((await call(withToken('/log'))).status).toBe(400);
+    expect((await call(withToken('/log?server=ghost'))).status).toBe(404);
+    expect((await call(withToken('/log'), { method: 'POST' })).status).toBe(405);
+    const page = await call(withToken('/log?server=alpha'));
+    expect(page.status).toBe(200);
+    expect(page.headers['content-security-policy']).toMatch(/default-src 'none'; style-src 'nonce-[^']+'; /);
+    expect(page.headers['content-security-policy']).not.toContain('script-src');
+    expect(page.body).toContain('Log of “alpha”');
+  });
+
   it('streams the current view first, then a transition and a fresh view when a server changes', async () => {
     const events = await stream(
       (evs) => evs.some((e) => e.event === 'status' && (e.data as { servers: { name: string }[] }).servers.some((s) => s.name === 'beta')),

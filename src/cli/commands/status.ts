@@ -7,6 +7,7 @@ import { displayPath } from '../../format/paths.js';
 import { table } from '../output.js';
 import { TOKEN_ENCODING } from '../../registry/tokens.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
+import { serveUntilStopped } from '../serve-dashboard.js';
 
 /** What every server's tool definitions cost together, in tokens. */
 export function totalTokens(rows: readonly ServerStatus[]): number {
@@ -39,6 +40,11 @@ export function invalidToolWarnings(rows: readonly ServerStatus[]): string[] {
 
 async function run(ctx: CliContext): Promise<number> {
   if (ctx.values.shared === true) return (await import('../shared-status.js')).printSharedStatus(ctx);
+  if (ctx.values.ui === true) {
+    throw new McpReconcilerError(ErrorCode.Usage, 'status --ui shows the shared daemon or a cluster: it goes with --shared or --cluster', {
+      hint: "run `mcp-reconciler status --shared --ui` for the daemon's dashboard, `status --cluster REDIS --workspace-id ID --ui` for a cluster's, or `mcp-reconciler watch --ui` for this workspace's",
+    });
+  }
   const issues: ConfigIssue[] = [];
   const readyTimeoutMs = parseTimeoutMs(ctx.values);
   // Without --timeout every starting server is reported with its outcome: connected, or
@@ -70,6 +76,11 @@ async function clusterStatus(ctx: CliContext, target: string, workspaceId: strin
   const keys = workspaceKeys(checkWorkspaceId(workspaceId));
   const redis = await connectRedis(target);
   try {
+    if (ctx.values.ui === true) {
+      const { startClusterDashboard } = await import('../../dashboard/cluster-dashboard.js');
+      const read = async () => ({ workspaceId, redis: target, replicas: await liveReplicas(redis, keys) });
+      return await serveUntilStopped(ctx, (port) => startClusterDashboard(read, { port }), 'cluster dashboard');
+    }
     const replicas = await liveReplicas(redis, keys);
     if (ctx.global.json) {
       ctx.io.stdout.write(`${JSON.stringify({ workspaceId, replicas }, null, 2)}\n`);
@@ -106,10 +117,14 @@ export const statusCommand: CliCommand = {
     "mcp-reconciler status                       # start, settle, print, exit",
     "mcp-reconciler status --timeout 30000 --json",
     "mcp-reconciler status --shared              # the daemon's workspaces, sessions and who holds which server",
+    'mcp-reconciler status --shared --ui         # the same on a live dashboard (URL printed; Ctrl-C stops it)',
+    'mcp-reconciler status --cluster /run/redis/redis.sock --workspace-id team --ui   # the replicas and their sessions, live',
   ],
   summary: 'start the servers, wait until they settle, print their state, exit',
   options: {
     shared: { type: 'boolean', help: 'show the running daemon instead: its workspaces, sessions, and which session holds which server' },
+    ui: { type: 'boolean', help: 'with --shared or --cluster: serve it as a live dashboard on 127.0.0.1 (URL printed) until Ctrl-C' },
+    port: { type: 'string', value: 'N', help: 'with --ui: dashboard port (default: a free one)' },
     timeout: {
       type: 'string',
       value: 'MS',
