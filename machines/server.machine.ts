@@ -204,6 +204,14 @@ export type AuthenticatedEvent = { type: 'AUTHENTICATED' };
 export type HoldEvent = { type: 'HOLD' } | { type: 'RELEASE' };
 
 /**
+ * The host says the server must not run here any more, now (a cluster
+ * singleton whose lease this replica lost, docs/cluster.md): a live server
+ * stops into `dormant` at once, its tools staying registered, and the hold
+ * is dropped. Anywhere else it only drops the hold.
+ */
+export type ParkEvent = { type: 'PARK' };
+
+/**
  * How many resources of the server the host is subscribed to now (issue
  * 13/14): the server must stay connected to deliver their updates, so while
  * `count > 0` it is `connected.busy` (no idle stop) and a `dormant` one
@@ -234,6 +242,7 @@ export type ServerEvent =
   | AuthenticatedEvent
   | ErrorReportedEvent
   | HoldEvent
+  | ParkEvent
   | SubscriptionsEvent;
 
 /** A server child actor. */
@@ -462,6 +471,7 @@ export const serverMachine = setup({
     // Recorded wherever the server is, so a server admitted later starts held; `dormant` and `connected.idle` act on them too.
     HOLD: { actions: assign({ held: true }) },
     RELEASE: { actions: assign({ held: false }) },
+    PARK: { actions: assign({ held: false }) },
     // Recorded wherever the server is; `connected` and `dormant` act on the count through `inUse` / `subscribed`.
     SUBSCRIPTIONS: { actions: assign({ subscriptions: ({ event }) => Math.max(0, event.count) }) },
     // Wherever the server is: the report changes its last error, never its state.
@@ -518,6 +528,8 @@ export const serverMachine = setup({
           // Same verdict, same config: no churn.
           { actions: 'storeUpdate' },
         ],
+        // Stop now, whatever it is doing: it must not run here (the machine's own `dormant` closes the connection).
+        PARK: { target: '.dormant', actions: assign({ held: false }) },
         // Counted wherever the server is (a call may wait for a connection); dormant and connected refine them.
         CALL_STARTED: { actions: 'callStarted' },
         CALL_ENDED: { actions: 'callEnded' },

@@ -8,3 +8,5 @@ export { connectRedis, redisOptions, workspaceKeys, checkWorkspaceId, type Redis
 export { PrincipalAuth, serversOfScopes, ALL_SERVERS_SCOPE, SERVER_SCOPE_PREFIX, type PrincipalAuthOptions } from './principals.js';
 export { RedisTokenStore, seal, unseal, sealingKey, type RedisTokenStoreOptions } from './credentials.js';
 export { ReplicaAnnouncer, liveReplicas, HEARTBEAT_MS, type ReplicaInfo } from './replicas.js';
+export { ServerLease, listLeases, parseHolder, type LeaseHolder, type AcquireResult } from './lease.js';
+export { Singletons, DEFAULT_LEASE_MS, type SingletonsOptions } from './singletons.js';

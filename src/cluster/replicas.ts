@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { LeaseView } from '../../machines/lease.machine.js';
 import type { Redis, WorkspaceKeys } from './redis.js';
 
 /** How often a replica announces itself, and how long an announcement lives. */
@@ -21,21 +22,29 @@ export interface ReplicaInfo {
   /** Open sessions, and how many of them per principal. */
   sessions: number;
   principals: Record<string, number>;
+  /** Where this replica sees each singleton server run (the lease machine's projection, docs/cluster.md). */
+  leases?: Record<string, LeaseView>;
   startedAt: string;
   /** When it last announced itself (ISO). */
   at: string;
 }
 
+/** A fresh replica id: 12 hex digits. */
+export function newReplicaId(): string {
+  return randomBytes(6).toString('hex');
+}
+
 /** Announces this replica until stopped. */
 export class ReplicaAnnouncer {
-  readonly id = randomBytes(6).toString('hex');
   private timer: NodeJS.Timeout | undefined;
   private readonly startedAt = new Date().toISOString();
 
   constructor(
     private readonly redis: Redis,
     private readonly keys: WorkspaceKeys,
-    private readonly describe: () => { url: string; sessions: number; principals: Record<string, number> },
+    private readonly describe: () => { url: string; sessions: number; principals: Record<string, number>; leases?: Record<string, LeaseView> },
+    /** The replica's id (its singleton leases name it too); random by default. */
+    readonly id: string = newReplicaId(),
   ) {}
 
   /** Announce now and every {@link HEARTBEAT_MS}; a Redis outage only skips beats. */

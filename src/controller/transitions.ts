@@ -37,6 +37,14 @@ export class Transitions {
     if (ref?.getSnapshot().status === 'active') ref.send({ type: 'RELEASE' });
   }
 
+  /** Drop the hold on `server` and stop it now into `dormant` (see `McpController.park`). */
+  park(server: string): void {
+    this.holds.delete(server);
+    if (this.ws.disposing) return;
+    const ref = this.ws.server(server);
+    if (ref?.getSnapshot().status === 'active') ref.send({ type: 'PARK' });
+  }
+
   /** The reconciler's inspection stream: each server actor's snapshots. */
   observe(ev: InspectionEvent): void {
     if (ev.type !== '@xstate.snapshot') return;
