@@ -409,6 +409,9 @@ export const serverMachine = setup({
     verdictIs: ({ context }, params: { verdict: AdmissionVerdict }) => admissionOf(context.entry, context.gating) === params.verdict,
     updateAdmitted: ({ event }) => event.type === 'UPDATE' && admissionOf(event.entry, event.gating) === 'admitted',
     updateFingerprintChanged: ({ context, event }) => event.type === 'UPDATE' && event.entry.fingerprint !== context.entry.fingerprint,
+    /** The update brings a cached listing of the same fingerprint that was not there before (another replica took it). */
+    updateNewlyCached: ({ context, event }) =>
+      event.type === 'UPDATE' && event.entry.cached === true && !context.cached && event.entry.fingerprint === context.entry.fingerprint,
     updateConfigChanged: ({ context, event }) =>
       event.type === 'UPDATE' && (event.entry.hash !== context.entry.hash || event.entry.configHash !== context.entry.configHash),
     updateVerdictChanged: ({ context, event }) =>
@@ -576,6 +579,14 @@ export const serverMachine = setup({
               actions: ['callStarted', 'freshBudget'],
             },
             RECONNECT: { target: 'connecting', actions: 'freshBudget' },
+            // A listing appeared for a server that had none (in a cluster, another replica listed it): its tools show now.
+            UPDATE: {
+              guard: and(['updateAdmitted', 'updateNewlyCached']),
+              actions: [
+                'storeUpdate',
+                { type: 'restoreCached', params: ({ context, event }) => ({ name: context.name, entry: (event as UpdateEvent).entry, generation: context.generation }) },
+              ],
+            },
             // Held: start now, unless lazy with a cached listing (then its first call does).
             HOLD: {
               guard: not(and(['lazy', 'cached'])),

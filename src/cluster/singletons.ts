@@ -169,6 +169,9 @@ export class Singletons implements ServerPlacement {
     const before = leaseViewOf(e.actor.getSnapshot());
     const url = (await liveReplicas(this.options.redis, this.options.keys).catch(() => [])).find((r) => r.id === holder.replica)?.url;
     e.actor.send({ type: 'HELD_ELSEWHERE', replica: holder.replica, token: holder.token, ...(url ? { url } : {}) });
+    // Listed nowhere here yet (this replica admitted it before any replica had listed it): re-read, the second level has it by now.
+    const row = this.controller?.status().find((r) => r.name === server);
+    if (row && row.tools.length === 0) await this.controller?.reload().catch(() => undefined);
     if (before.placement !== 'remote' || before.token !== holder.token) this.options.log(`singleton "${server}": runs on replica ${holder.replica} (singleton lease, token ${holder.token})`);
   }
 

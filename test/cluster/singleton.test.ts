@@ -53,13 +53,14 @@ describe('serve --cluster: singleton servers under a lease', () => {
 
   it('runs exactly once across two replicas: the non-holder lists its tools and forwards its calls to the holder', async () => {
     a = await fx.replica('a', [], env);
+    // B starts before any replica ever listed s: it lists s's tools once A did (the listing cache's second level).
+    b = await fx.replica('b', [], env);
     onA = await a.open('?servers=s');
     pidA = await pidVia(onA);
     expect(fx.ws.serverPids()).toEqual([pidA]);
     await a.serve.fromStderr(/(this replica holds the lease \(token \d+\))/, "A's lease");
     await waitFor(async () => /listing/.test(await fx.redis.command(['KEYS', `mcpr:{${fx.workspaceId}}:listing:*`])), 'the listing in Redis', 60_000);
 
-    b = await fx.replica('b', [], env);
     onB = await b.open('?servers=s');
     expect((await onB.client.listTools()).tools.map((t) => t.name)).toEqual(expect.arrayContaining(['mcp__s__echo', 'mcp__s__pid']));
     // B's call is answered by A's process; B starts none of its own.
