@@ -74,12 +74,25 @@ describe('serve --cluster: singleton servers under a lease', () => {
     const lease = st.leases.find((l) => l.server === 's')!;
     expect(lease.pid).toBe(a.serve.child.pid);
     expect(lease.url).toBe(a.url);
-    await waitFor(async () => (await status()).replicas.find((r) => r.pid === b.serve.child.pid)?.leases?.s?.placement === 'remote', "B's announced view", 30_000);
+    await waitFor(
+      async () => {
+        const rs = (await status()).replicas;
+        return rs.find((r) => r.pid === b.serve.child.pid)?.leases?.s?.placement === 'remote' && rs.find((r) => r.pid === a.serve.child.pid)?.leases?.s?.placement === 'here';
+      },
+      "A's and B's announced views",
+      30_000,
+    );
     const ofB = (await status()).replicas.find((r) => r.pid === b.serve.child.pid)!;
     expect(ofB.leases!.s!.reason).toBe(`runs on replica ${lease.replica} (singleton lease, token ${lease.token})`);
     const human = await runCliCaptured(['status', ...fx.clusterArgs(), ...fx.ws.args()], fx.ws.env(), fx.ws.root);
     expect(human.stdout).toMatch(/SINGLETON +HOLDER +URL +TOKEN +EXPIRES/);
     expect(human.stdout).toMatch(new RegExp(`\\bs +${lease.replica} +${a.url.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} +${lease.token}\\b`));
+    // why --cluster: the holder, and each replica's view.
+    const why = await runCliCaptured(['why', 's', ...fx.clusterArgs(), ...fx.ws.args()], fx.ws.env(), fx.ws.root);
+    expect(why.code, why.stderr).toBe(0);
+    expect(why.stdout).toContain(`it runs on replica ${lease.replica} (${a.url}, pid ${a.serve.child.pid}) under lease token ${lease.token}`);
+    expect(why.stdout).toContain(`replica ${ofB.id}: runs on replica ${lease.replica} (singleton lease, token ${lease.token})`);
+    expect(why.stdout).toMatch(new RegExp(`replica ${lease.replica}: holds the lease \\(token ${lease.token}\\); runs it`));
   }, 240_000);
 
   it('holder SIGKILLed: the survivor takes the lease once it expired, starts the server, and the call through it succeeds', async () => {
