@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCliCaptured } from '../helpers/cli.js';
 import { waitFor } from '../helpers/processes.js';
-import { textOf, type HttpConnected } from '../gateway/support.js';
+import { startServeHttp, textOf, type HttpConnected } from '../gateway/support.js';
 import { ClusterFixture, type Replica } from './support.js';
 
 const LEASE_MS = 2_000;
@@ -136,4 +136,13 @@ describe('serve --cluster: singleton servers under a lease', () => {
     // Tokens only grow: C's is the third holder's.
     expect(lease.token).toBeGreaterThanOrEqual(3);
   }, 240_000);
+
+  it('outside --cluster, singleton: true is ignored with a note', async () => {
+    const { serve } = await startServeHttp(fx.ws);
+    try {
+      await serve.fromStderr(/(note: singleton: true \(s\) applies to serve --http --cluster only)/, 'the note');
+    } finally {
+      await serve.stop();
+    }
+  }, 120_000);
 });
