@@ -98,7 +98,9 @@ export function sameEntry(a: DesiredServer, b: DesiredServer): boolean {
     a.configHash === b.configHash &&
     a.fingerprint === b.fingerprint &&
     a.config.startup === b.config.startup &&
-    a.config.idleTimeoutMs === b.config.idleTimeoutMs
+    a.config.idleTimeoutMs === b.config.idleTimeoutMs &&
+    // A cluster singleton that runs on another replica gets its listing from that replica's (docs/cluster.md): tell it when one appears.
+    (b.config.singleton !== true || (a.cached === true) === (b.cached === true))
   );
 }
 

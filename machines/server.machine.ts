@@ -212,6 +212,14 @@ export type AuthenticatedEvent = { type: 'AUTHENTICATED' };
 export type HoldEvent = { type: 'HOLD' } | { type: 'RELEASE' };
 
 /**
+ * The host says the server must not run here any more, now (a cluster
+ * singleton whose lease this replica lost, docs/cluster.md): a live server
+ * stops into `dormant` at once, its tools staying registered, and the hold
+ * is dropped. Anywhere else it only drops the hold.
+ */
+export type ParkEvent = { type: 'PARK' };
+
+/**
  * How many resources of the server the host is subscribed to now (issue
  * 13/14): the server must stay connected to deliver their updates, so while
  * `count > 0` it is `connected.busy` (no idle stop) and a `dormant` one
@@ -242,6 +250,7 @@ export type ServerEvent =
   | AuthenticatedEvent
   | ErrorReportedEvent
   | HoldEvent
+  | ParkEvent
   | SubscriptionsEvent;
 
 /** Every leaf state a server rests in, as a dotted path (`admission` is transient and never rests). */
@@ -512,6 +521,9 @@ export const serverMachine = setup({
     verdictIs: ({ context }, params: { verdict: AdmissionVerdict }) => admissionOf(context.entry, context.gating) === params.verdict,
     updateAdmitted: ({ event }) => event.type === 'UPDATE' && admissionOf(event.entry, event.gating) === 'admitted',
     updateFingerprintChanged: ({ context, event }) => event.type === 'UPDATE' && event.entry.fingerprint !== context.entry.fingerprint,
+    /** The update brings a cached listing of the same fingerprint that was not there before (another replica took it). */
+    updateNewlyCached: ({ context, event }) =>
+      event.type === 'UPDATE' && event.entry.cached === true && !context.cached && event.entry.fingerprint === context.entry.fingerprint,
     updateConfigChanged: ({ context, event }) =>
       event.type === 'UPDATE' && (event.entry.hash !== context.entry.hash || event.entry.configHash !== context.entry.configHash),
     updateVerdictChanged: ({ context, event }) =>
@@ -574,6 +586,7 @@ export const serverMachine = setup({
     // Recorded wherever the server is, so a server admitted later starts held; `dormant` and `connected.idle` act on them too.
     HOLD: { actions: assign({ held: true }) },
     RELEASE: { actions: assign({ held: false }) },
+    PARK: { actions: assign({ held: false }) },
     // Recorded wherever the server is; `connected` and `dormant` act on the count through `inUse` / `subscribed`.
     SUBSCRIPTIONS: { actions: assign({ subscriptions: ({ event }) => Math.max(0, event.count) }) },
     // Wherever the server is: the report changes its last error, never its state.
@@ -631,6 +644,8 @@ export const serverMachine = setup({
           // Same verdict, same config: no churn.
           { actions: 'storeUpdate' },
         ],
+        // Stop now, whatever it is doing: it must not run here (the machine's own `dormant` closes the connection).
+        PARK: { target: '.dormant', actions: assign({ held: false }) },
         // Counted wherever the server is (a call may wait for a connection); dormant and connected refine them.
         CALL_STARTED: { actions: 'callStarted' },
         CALL_ENDED: { actions: 'callEnded' },
@@ -673,6 +688,14 @@ export const serverMachine = setup({
               actions: ['callStarted', 'freshBudget'],
             },
             RECONNECT: { target: 'connecting', actions: 'freshBudget' },
+            // A listing appeared for a server that had none (in a cluster, another replica listed it): its tools show now.
+            UPDATE: {
+              guard: and(['updateAdmitted', 'updateNewlyCached']),
+              actions: [
+                'storeUpdate',
+                { type: 'restoreCached', params: ({ context, event }) => ({ name: context.name, entry: (event as UpdateEvent).entry, generation: context.generation }) },
+              ],
+            },
             // Held: start now, unless lazy with a cached listing (then its first call does).
             HOLD: {
               guard: not(and(['lazy', 'cached'])),

@@ -88,6 +88,14 @@ export interface ServerConfig {
   /** Stop a connected server after this long without a tool call; it goes `dormant`, its tools stay. Not hashed either. */
   idleTimeoutMs?: number;
   /**
+   * In a clustered gateway (`serve --http --cluster`, docs/cluster.md): run
+   * this server on one replica at a time, under a Redis lease; the others
+   * forward its calls to the holder. For a server that locks files or lives
+   * under an API quota. Ignored (with a note) outside a cluster. Not part of
+   * the fingerprint or the approval hash: where it runs is not what it runs.
+   */
+  singleton?: boolean;
+  /**
    * The start bound of a stdio server: a start (spawn, `initialize`, the
    * first listings) still unanswered this long after it left the connect
    * queue fails, its process group is killed, and the supervisor retries as

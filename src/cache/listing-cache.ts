@@ -199,6 +199,8 @@ export class ListingCache {
         let listing = read && 'text' in read ? parseFile(read.text, fp) : undefined;
         if (!listing && this.options.second) {
           listing = await this.options.second.get(fp).catch((err: unknown) => void this.options.onError?.(err));
+          // Another replica may list it later (docs/cluster.md): ask again at the next prepare.
+          if (!listing) this.read.delete(fp);
         }
         // A store() that landed while we read is newer than the file.
         if (listing && !this.memory.has(fp)) {

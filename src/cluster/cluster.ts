@@ -9,8 +9,10 @@ import { describeError } from '../errors.js';
 import { RedisApprovalStore } from './approvals.js';
 import { RedisListings } from './listings.js';
 import { RedisTokenStore } from './credentials.js';
-import { newReplicaId, ReplicaAnnouncer } from './replicas.js';
+import { ReplicaAnnouncer, newReplicaId } from './replicas.js';
 import { SessionRouter } from './sessions.js';
+import { DEFAULT_LEASE_MS, Singletons } from './singletons.js';
+import type { GatewayPool } from '../gateway/pool.js';
 import { checkWorkspaceId, connectRedis, workspaceKeys, type Redis, type WorkspaceKeys } from './redis.js';
 
 /** Options of {@link openCluster}. */
@@ -27,6 +29,8 @@ export interface ClusterOptions {
    * Redis, sealed; without it each replica keeps its own.
    */
   secret?: string;
+  /** How long a singleton's lease lasts without renewal (default {@link DEFAULT_LEASE_MS}; the same on every replica). */
+  leaseMs?: number;
 }
 
 /** The server states whose decisions outlive a Redis outage: running, or on their way to it. */
@@ -39,7 +43,7 @@ export class Cluster {
   readonly listings: RedisListings;
   /** The shared OAuth credentials, when the cluster has a secret. */
   readonly tokens: RedisTokenStore | undefined;
-  /** This replica's id: in its announcement and in the session ids it mints. */
+  /** This replica's id: in its announcement, in the session ids it mints and in the singleton leases it holds. */
   readonly replicaId = newReplicaId();
   /**
    * Signs this replica's session ids and forwards other replicas' sessions,
@@ -47,6 +51,8 @@ export class Cluster {
    * by the replica that opened it).
    */
   readonly sessions: SessionRouter | undefined;
+  /** The singleton servers' leases, and where their calls go. */
+  readonly singletons: Singletons;
   private controller: McpController | undefined;
   private subscriber: Redis | undefined;
   private announcer: ReplicaAnnouncer | undefined;
@@ -60,6 +66,7 @@ export class Cluster {
   ) {
     this.approvals = new RedisApprovalStore({ redis, keys, target: options.target });
     this.listings = new RedisListings(redis, keys);
+    this.singletons = new Singletons({ redis, keys, replica: this.replicaId, ttlMs: options.leaseMs ?? DEFAULT_LEASE_MS, log: options.log });
     this.tokens = options.secret ? new RedisTokenStore({ redis, keys, secret: options.secret, principal: 'gateway' }) : undefined;
     this.sessions = options.secret ? new SessionRouter({ redis, keys, secret: options.secret, replicaId: this.replicaId, log: options.log }) : undefined;
   }
@@ -81,8 +88,9 @@ export class Cluster {
    * Follow `controller`: a decision any replica stores is applied here at once
    * (pub/sub), and a reconnect to Redis re-reads everything.
    */
-  async attach(controller: McpController): Promise<void> {
+  async attach(controller: McpController, pool?: GatewayPool): Promise<void> {
     this.controller = controller;
+    if (pool) this.singletons.attach(controller, (s) => pool.wants(s), (s) => pool.placementChanged(s));
     this.approvals.running = () =>
       controller
         .status()
@@ -101,13 +109,15 @@ export class Cluster {
    * in a cluster), so a decision taken on another replica, or Redis gone,
    * counts for this very start.
    */
-  async admit(): Promise<void> {
+  async admit(servers: string[] = []): Promise<void> {
     await this.controller?.reload().catch((err: unknown) => this.options.log(`re-reading approvals: ${describeError(err)}`));
+    // A singleton is held here only under its lease: take it now if it is free.
+    await this.singletons.acquire(servers).catch((err: unknown) => this.options.log(`singleton leases: ${describeError(err)}`));
   }
 
   /** Announce this replica (for `status --cluster`) with what `describe` says, until {@link close}. */
   announce(describe: () => { url: string; reachUrl?: string; sessions: number; principals: Record<string, number> }): void {
-    this.announcer = new ReplicaAnnouncer(this.redis, this.keys, describe, this.replicaId);
+    this.announcer = new ReplicaAnnouncer(this.redis, this.keys, () => ({ ...describe(), leases: this.singletons.views() }), this.replicaId);
     this.announcer.start();
   }
 
@@ -141,6 +151,7 @@ export class Cluster {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.singletons.close();
     await this.announcer?.stop();
     this.sessions?.close();
     for (const c of [this.subscriber, this.redis]) {

@@ -9,3 +9,5 @@ export { PrincipalAuth, serversOfScopes, ALL_SERVERS_SCOPE, SERVER_SCOPE_PREFIX,
 export { RedisTokenStore, seal, unseal, sealingKey, type RedisTokenStoreOptions } from './credentials.js';
 export { ReplicaAnnouncer, liveReplicas, newReplicaId, HEARTBEAT_MS, type ReplicaInfo } from './replicas.js';
 export { SessionRouter, sessionKey, FORWARDED_HEADER, type SessionRouterOptions, type ForwardOutcome } from './sessions.js';
+export { ServerLease, listLeases, parseHolder, type LeaseHolder, type AcquireResult } from './lease.js';
+export { Singletons, DEFAULT_LEASE_MS, type SingletonsOptions } from './singletons.js';

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { LeaseView } from '../../machines/lease.machine.js';
 import type { Redis, WorkspaceKeys } from './redis.js';
 
 /** How often a replica announces itself, and how long an announcement lives. */
@@ -26,6 +27,8 @@ export interface ReplicaInfo {
   /** Open sessions, and how many of them per principal. */
   sessions: number;
   principals: Record<string, number>;
+  /** Where this replica sees each singleton server run (the lease machine's projection, docs/cluster.md). */
+  leases?: Record<string, LeaseView>;
   startedAt: string;
   /** When it last announced itself (ISO). */
   at: string;
@@ -44,8 +47,8 @@ export class ReplicaAnnouncer {
   constructor(
     private readonly redis: Redis,
     private readonly keys: WorkspaceKeys,
-    private readonly describe: () => { url: string; reachUrl?: string; sessions: number; principals: Record<string, number> },
-    /** This replica's id (the session ids it mints name it). */
+    private readonly describe: () => { url: string; reachUrl?: string; sessions: number; principals: Record<string, number>; leases?: Record<string, LeaseView> },
+    /** This replica's id (the session ids it mints and its singleton leases name it). */
     readonly id: string = newReplicaId(),
   ) {}
 

@@ -83,10 +83,10 @@ function kind(v: unknown): string {
 }
 
 /**
- * `startup`, `idleTimeoutMs`, the start bound `startTimeoutMs` and the `protocol`
- * pin (docs/protocol.md), read in every format.
+ * `startup`, `idleTimeoutMs`, the start bound `startTimeoutMs`, the `protocol`
+ * pin (docs/protocol.md) and `singleton` (docs/cluster.md), read in every format.
  */
-const LIFECYCLE_FIELDS = ['startup', 'idleTimeoutMs', 'startTimeoutMs', 'protocol'] as const;
+const LIFECYCLE_FIELDS = ['startup', 'idleTimeoutMs', 'startTimeoutMs', 'protocol', 'singleton'] as const;
 
 /** Mutable state while one entry is normalized. */
 class Entry {

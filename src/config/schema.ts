@@ -99,6 +99,8 @@ const entrySchema = z.object({
     .positive({ error: 'must be a positive number of milliseconds' })
     .max(MAX_TIMEOUT_MS, { error: `must be at most ${MAX_TIMEOUT_MS} ms (24 hours)` })
     .optional(),
+  // docs/cluster.md: one replica of a clustered gateway runs it, under a lease (outside both hashes).
+  singleton: z.boolean().optional(),
   // The start bound: a start unanswered this long fails (outside both hashes, like the two above).
   startTimeoutMs: z
     .number()

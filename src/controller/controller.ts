@@ -875,6 +875,17 @@ export class McpController {
   release(server: string): void {
     this.transitions.release(server);
   }
+
+  /**
+   * Stop `server` now, not after its idle timeout: a live server goes
+   * `dormant` at once (its process stopped, its tools staying registered)
+   * and any hold is dropped. For a host that learnt the server must not run
+   * here (docs/cluster.md: a singleton whose lease this replica lost). A
+   * later {@link hold} or call starts it again. Idempotent.
+   */
+  park(server: string): void {
+    this.transitions.park(server);
+  }
 }
 
 /** Create a controller for one workspace (SPEC §10). Call `start()` next. */

@@ -47,6 +47,14 @@ export class Transitions {
     if (ref?.getSnapshot().status === 'active') ref.send({ type: 'RELEASE' });
   }
 
+  /** Drop the hold on `server` and stop it now into `dormant` (see `McpController.park`). */
+  park(server: string): void {
+    this.holds.delete(server);
+    if (this.ws.disposing) return;
+    const ref = this.ws.server(server);
+    if (ref?.getSnapshot().status === 'active') ref.send({ type: 'PARK' });
+  }
+
   /** A new actor for `name`, not started yet: its transitions from the first, and its hold. */
   private listen(name: string, ref: ServerActorRef): void {
     ref.on('transition', (t) => this.heard(name, t));

@@ -15,7 +15,7 @@
 import { Server as ServerV2, createMcpHandler, type McpHttpHandler, type ServerContext } from '@modelcontextprotocol/server';
 import type { GatewayPool } from './pool.js';
 import { inScope, type SessionScope } from './scope.js';
-import { createSessionCore, GATEWAY_INFO, gatewayInstructions, type CallContext, type SessionCore } from './session-core.js';
+import { createSessionCore, FORWARDED_BY_HEADER, GATEWAY_INFO, gatewayInstructions, type CallContext, type SessionCore } from './session-core.js';
 
 /** What a lane tells its clients when the registry changes in its scope. */
 export interface ModernNotifier {
@@ -46,9 +46,13 @@ export function createModernServer(pool: GatewayPool, core: SessionCore): Server
 }
 
 function callContext(progressToken: string | number | undefined, ctx: ServerContext): CallContext {
+  const authorization = ctx.http?.req?.headers.get('authorization') ?? undefined;
+  const forwardedBy = ctx.http?.req?.headers.get(FORWARDED_BY_HEADER) ?? undefined;
   return {
     signal: ctx.mcpReq.signal,
     requestId: ctx.mcpReq.id,
+    ...(authorization ? { authorization } : {}),
+    ...(forwardedBy ? { forwardedBy } : {}),
     ...(progressToken !== undefined
       ? {
           progress: (p) => {

@@ -16,7 +16,14 @@
  * no gate, and a session's scope only narrows what it sees.
  */
 import { randomUUID } from 'node:crypto';
-import { ErrorCode as McpErrorCode, McpError, type CreateMessageRequest, type CreateMessageResult, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode as McpErrorCode,
+  McpError,
+  type CallToolResult,
+  type CreateMessageRequest,
+  type CreateMessageResult,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { McpController } from '../controller/controller.js';
 import type { ElicitationAnswer, ElicitationRequest } from '../connection/client-capabilities.js';
 import type { RegisteredPrompt } from '../registry/registry.js';
@@ -63,6 +70,31 @@ export interface PoolSession {
   release(): void;
 }
 
+/** A tool call a {@link ServerPlacement} answers elsewhere: the gateway name, as the client sent it. */
+export interface PlacedCall {
+  name: string;
+  arguments?: Record<string, unknown>;
+  signal: AbortSignal;
+  timeoutMs: number;
+  progress?: (p: { progress: number; total?: number; message?: string }) => void;
+  /** The request's `Authorization` header: the caller's identity, passed on as is. */
+  authorization?: string;
+  /** Set when the request was itself forwarded by another replica (it is never forwarded again). */
+  forwardedBy?: string;
+}
+
+/**
+ * Where servers run when not every server runs in this process (a
+ * clustered gateway's singletons, docs/cluster.md): a server that is not
+ * `local` is never held here, and its calls go to {@link call}.
+ */
+export interface ServerPlacement {
+  /** Whether `server` may run here now. */
+  local(server: string): boolean;
+  /** Answer a call of a server that is not local elsewhere; `undefined` when it became local meanwhile (call it here). */
+  call(server: string, call: PlacedCall): Promise<CallToolResult | undefined>;
+}
+
 /** Options of {@link GatewayPool}. */
 export interface GatewayPoolOptions {
   /** Where problems of the pool itself, and name collisions, are reported (default: nowhere). */
@@ -80,6 +112,8 @@ export interface GatewayPoolOptions {
    * shared approvals there, docs/cluster.md). Default: none, hold at once.
    */
   admit?: (servers: string[]) => Promise<void>;
+  /** Where servers run (docs/cluster.md, singletons); default: every server here. */
+  placement?: ServerPlacement;
 }
 
 interface SessionEntry {
@@ -240,10 +274,35 @@ export class GatewayPool {
       .then(() => this.holdNow(toHold));
   }
 
-  /** Ask the controller to hold those of `names` some session still needs. */
+  /** Where servers run: {@link GatewayPoolOptions.placement}. */
+  get placement(): ServerPlacement | undefined {
+    return this.options.placement;
+  }
+
+  /** Whether a session here needs `server` now. */
+  wants(server: string): boolean {
+    return this.held.has(server);
+  }
+
+  /**
+   * The placement of `server` changed: hold it if it may run here now and a
+   * session needs it; stop holding it when it may not (the placement has
+   * stopped it already).
+   */
+  placementChanged(server: string): void {
+    if (this.closed) return;
+    if (this.options.placement?.local(server) === false) {
+      this.holding.delete(server);
+      return;
+    }
+    this.holdNow([server]);
+  }
+
+  /** Ask the controller to hold those of `names` some session still needs (and that may run here). */
   private holdNow(names: string[]): void {
     for (const name of names) {
       if (this.closed || !this.held.has(name) || this.holding.has(name)) continue;
+      if (this.options.placement?.local(name) === false) continue;
       this.holding.add(name);
       this.guard('holding', name, () => this.controller.hold(name));
     }

@@ -16,7 +16,7 @@ import {
 import type { GatewayPool, PoolSession } from './pool.js';
 import type { SessionScope } from './scope.js';
 import { serveResources } from './resources.js';
-import { createSessionCore, GATEWAY_INFO, gatewayInstructions } from './session-core.js';
+import { createSessionCore, FORWARDED_BY_HEADER, GATEWAY_INFO, gatewayInstructions } from './session-core.js';
 
 export { GATEWAY_INFO };
 
@@ -92,9 +92,18 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
   server.setRequestHandler(ListPromptsRequestSchema, () => core.listPrompts());
   server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
     const progressToken = request.params._meta?.progressToken;
+    const headers = extra.requestInfo?.headers ?? {};
+    const header = (key: string): string | undefined => {
+      const v = headers[key];
+      return typeof v === 'string' ? v : undefined;
+    };
+    const authorization = header('authorization');
+    const forwardedBy = header(FORWARDED_BY_HEADER);
     return core.callTool(request.params, {
       signal: extra.signal,
       requestId: extra.requestId,
+      ...(authorization ? { authorization } : {}),
+      ...(forwardedBy ? { forwardedBy } : {}),
       ...(progressToken !== undefined
         ? {
             progress: (p) => {

@@ -36,6 +36,9 @@ export function gatewayInstructions(pool: GatewayPool): string {
   );
 }
 
+/** The header of a request one replica of a clustered gateway forwards to another: the forwarder's id (docs/cluster.md). */
+export const FORWARDED_BY_HEADER = 'x-mcp-reconciler-forwarded-by';
+
 /** The limit of one forwarded call when none is given (restarted by each progress notification). */
 export const DEFAULT_CALL_TIMEOUT_MS = 600_000;
 
@@ -58,6 +61,10 @@ export interface CallContext {
   requestId: string | number;
   /** Set when the client asked for progress (`_meta.progressToken`). */
   progress?: (p: { progress: number; total?: number; message?: string }) => void;
+  /** The HTTP request's `Authorization` header, passed on when the call is answered by another replica. */
+  authorization?: string;
+  /** The forwarding replica, when another replica forwarded this request (docs/cluster.md). */
+  forwardedBy?: string;
 }
 
 /** One session's answers; bind them to an SDK server. */
@@ -152,6 +159,20 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
       if (!inScope(scope, owner)) return errorResult(outsideScope('Tool', name, owner, scope));
       const endCall = pool.trackCall(session.id, owner, ctx.requestId);
       try {
+        // A server that runs on another replica (a cluster singleton): that replica answers.
+        const placement = pool.placement;
+        if (placement && !placement.local(owner)) {
+          const remote = await placement.call(owner, {
+            name,
+            ...(args ? { arguments: args } : {}),
+            signal: ctx.signal,
+            timeoutMs: callTimeoutMs,
+            ...(ctx.progress ? { progress: ctx.progress } : {}),
+            ...(ctx.authorization ? { authorization: ctx.authorization } : {}),
+            ...(ctx.forwardedBy ? { forwardedBy: ctx.forwardedBy } : {}),
+          });
+          if (remote) return remote;
+        }
         return await controller.callTool(registryName, args ?? {}, {
           signal: ctx.signal,
           timeoutMs: callTimeoutMs,
@@ -179,6 +200,10 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
       if (resolved.kind !== 'entry') throw new McpError(McpErrorCode.InvalidParams, unservedName(controller, names, scope, 'Prompt', name, resolved));
       const { server: owner, name: registryName } = resolved.entry;
       if (!inScope(scope, owner)) throw new McpError(McpErrorCode.InvalidParams, outsideScope('Prompt', name, owner, scope));
+      // Prompts of a server running on another replica are not forwarded (yet): say so rather than start it here.
+      if (pool.placement && !pool.placement.local(owner)) {
+        throw new McpError(McpErrorCode.InvalidParams, `Prompt ${name} belongs to "${owner}", a singleton that runs on another replica of this gateway; its prompts are served by that replica only.`);
+      }
       try {
         return await controller.getPrompt(registryName, params.arguments ?? {}, { signal: ctx.signal, timeoutMs: callTimeoutMs });
       } catch (err) {

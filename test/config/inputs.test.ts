@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSource, parseSourceText, type InputSpec } from '../../src/config/load.js';
 import type { ConfigSource } from '../../src/config/sources.js';
+import { approvalHash, fingerprint } from '../../src/config/identity.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -129,6 +130,25 @@ describe('fields that change behaviour', () => {
     // Still validated: a wrong value is an error on the field, whatever the host.
     const bad = parseSourceText(JSON.stringify({ servers: { a: { command: 'x', startup: 'later' } } }), src(join(dir, 'mcp.json'), 'vscode'), {});
     expect(bad.issues[0]).toMatchObject({ server: 'a', field: 'startup' });
+  });
+
+  it('singleton (docs/cluster.md) passes through in every host format, outside the fingerprint and the approval hash', () => {
+    const docs: Record<string, [string, string]> = {
+      vscode: ['mcp.json', JSON.stringify({ servers: { a: { command: 'x', singleton: true } } })],
+      'claude-code': ['.mcp.json', JSON.stringify({ mcpServers: { a: { command: 'x', singleton: true } } })],
+      zed: ['settings.json', JSON.stringify({ context_servers: { a: { command: 'x', singleton: true } } })],
+      opencode: ['opencode.json', JSON.stringify({ mcp: { a: { type: 'local', command: ['x'], singleton: true } } })],
+      codex: ['config.toml', '[mcp_servers.a]\ncommand = "x"\nsingleton = true\n'],
+    };
+    for (const [format, [name, text]] of Object.entries(docs)) {
+      const r = parseSourceText(text, src(join(dir, name), format as ConfigSource['format']), {});
+      expect([format, r.issues]).toEqual([format, []]);
+      expect([format, r.servers.a]).toMatchObject([format, { singleton: true }]);
+    }
+    expect(fingerprint({ command: 'x', singleton: true })).toBe(fingerprint({ command: 'x' }));
+    expect(approvalHash({ command: 'x', singleton: true })).toBe(approvalHash({ command: 'x' }));
+    const bad = parseSourceText(JSON.stringify({ mcpServers: { a: { command: 'x', singleton: 'yes' } } }), src(join(dir, 'b.json'), 'claude-code'), {});
+    expect(bad.issues[0]).toMatchObject({ server: 'a', field: 'singleton' });
   });
 
   it('a host type spelling the host does not accept is an error naming the accepted ones', () => {

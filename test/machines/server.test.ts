@@ -194,4 +194,24 @@ describe('serverMachine as an actor', () => {
     expect(actor.getSnapshot().context.lastError).toBe('no connect actor provided');
     actor.stop();
   });
+  it('PARK stops a live server into dormant at once (tools kept, hold dropped); a later HOLD starts it again', async () => {
+    const w = new World();
+    const { actor } = start(w, { name: 'a', entry: entry('a'), gating: openGating(), lifecycle: { onDemand: true } });
+    await flush();
+    expect(state(actor)).toBe('dormant');
+    actor.send({ type: 'HOLD' });
+    await flush();
+    expect(state(actor)).toBe('connected');
+    actor.send({ type: 'PARK' });
+    expect(state(actor)).toBe('dormant');
+    expect(actor.getSnapshot().context.held).toBe(false);
+    expect(w.connections.has('a')).toBe(false);
+    expect(w.tools.has('a')).toBe(true);
+    expect(reasonOf(actor.getSnapshot())).toBeUndefined();
+    // Outside live it only drops the hold.
+    actor.send({ type: 'HOLD' });
+    await flush();
+    expect(state(actor)).toBe('connected');
+    expect(w.connectCalls).toHaveLength(2);
+  });
 });

@@ -18,6 +18,9 @@ import type { ToolExposure, ToolExposureMode } from '../../search/exposure.js';
 /** The cluster secret (docs/cluster.md): OAuth credentials are sealed in Redis with a key derived from it. */
 export const CLUSTER_SECRET_ENV = 'MCP_RECONCILER_CLUSTER_SECRET';
 
+/** How long a singleton server's lease lasts without renewal, in ms (docs/cluster.md; the same on every replica). */
+export const LEASE_MS_ENV = 'MCP_RECONCILER_LEASE_MS';
+
 /** Environment variable that fixes the HTTP access token (for client config files); random when unset. */
 export const GATEWAY_TOKEN_ENV = 'MCP_RECONCILER_GATEWAY_TOKEN';
 
@@ -218,6 +221,14 @@ function startedByGateway(): boolean {
 }
 
 
+/** `$MCP_RECONCILER_LEASE_MS`: a whole number of ms, at least 500; unset → the default. */
+function leaseMsOf(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const ms = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!(ms >= 500)) throw usage(`$${LEASE_MS_ENV} must be a whole number of milliseconds of at least 500, not ${JSON.stringify(raw)}`, 'unset it for the default (15000), and use the same value on every replica');
+  return ms;
+}
+
 /** Why an HTTP session closed, for the log line (nothing for a client's own DELETE). */
 function closeNote(reason: SessionCloseReason | undefined): string {
   if (reason === 'idle') return ' (unused for the session idle timeout; see --session-idle-timeout)';
@@ -241,7 +252,8 @@ async function run(ctx: CliContext): Promise<number> {
   // Only with --cluster: without it nothing of Redis is loaded (docs/cluster.md).
   const clusterKit = args.cluster ? await import('../../cluster/index.js') : undefined;
   const secret = io.env[CLUSTER_SECRET_ENV] || undefined;
-  const cluster = args.cluster ? await clusterKit!.openCluster({ ...args.cluster, log, ...(secret ? { secret } : {}) }) : undefined;
+  const leaseMs = args.cluster ? leaseMsOf(io.env[LEASE_MS_ENV]) : undefined;
+  const cluster = args.cluster ? await clusterKit!.openCluster({ ...args.cluster, log, ...(secret ? { secret } : {}), ...(leaseMs ? { leaseMs } : {}) }) : undefined;
   // The resource URL is known once the port is: requests wait for it.
   let principals: ((url: string) => void) | undefined;
   const principalAuth = new Promise<import('../../cluster/principals.js').PrincipalAuth>((resolve) => {
@@ -276,7 +288,7 @@ async function run(ctx: CliContext): Promise<number> {
   pool = new GatewayPool(controller, {
     onError: log,
     ...(args.separator !== undefined ? { separator: args.separator } : {}),
-    ...(cluster ? { admit: () => cluster.admit() } : {}),
+    ...(cluster ? { admit: (servers: string[]) => cluster.admit(servers), placement: cluster.singletons } : {}),
   });
   let http: HttpGateway | undefined;
   let stdio: StdioGateway | undefined;
@@ -285,7 +297,7 @@ async function run(ctx: CliContext): Promise<number> {
   let stopped = false;
   try {
     if (cluster) {
-      await cluster.attach(controller);
+      await cluster.attach(controller, pool);
       log(`cluster: workspace ${args.cluster!.workspaceId} on Redis at ${args.cluster!.target}`);
       if (!cluster.tokens) {
         log(
@@ -365,6 +377,8 @@ async function run(ctx: CliContext): Promise<number> {
       if (dormant.length) log(`not running until a session uses them: ${dormant.join(', ')}`);
       for (const r of other) log(`"${r.name}" is ${r.state}${r.reason ? ` (${describeReason(r.reason)})` : ''}`);
       const { desired } = controller.config();
+      const singletons = Object.keys(desired).filter((name) => desired[name]!.config.singleton === true);
+      if (singletons.length && !cluster) log(`note: singleton: true (${singletons.join(', ')}) applies to serve --http --cluster only; here every such server runs in this gateway as usual`);
       for (const [name, entry] of Object.entries(desired)) {
         if (looksLikeGateway(entry.config)) {
           log(`warning: "${name}" (${entry.source ?? entry.scope}) looks like this gateway itself; if it is, the gateway starts itself: remove it from that file or serve with another --preset`);

@@ -72,7 +72,7 @@ async function run(ctx: CliContext): Promise<number> {
 /** `status --cluster REDIS --workspace-id ID`: the live replicas of a clustered gateway and their sessions (docs/cluster.md). */
 async function clusterStatus(ctx: CliContext, target: string, workspaceId: string): Promise<number> {
   // Only with --cluster: without it nothing of Redis is loaded.
-  const { connectRedis, liveReplicas, workspaceKeys, checkWorkspaceId } = await import('../../cluster/index.js');
+  const { connectRedis, liveReplicas, listLeases, workspaceKeys, checkWorkspaceId } = await import('../../cluster/index.js');
   const keys = workspaceKeys(checkWorkspaceId(workspaceId));
   const redis = await connectRedis(target);
   try {
@@ -82,10 +82,21 @@ async function clusterStatus(ctx: CliContext, target: string, workspaceId: strin
       return await serveUntilStopped(ctx, (port) => startClusterDashboard(read, { port }), 'cluster dashboard');
     }
     const replicas = await liveReplicas(redis, keys);
+    // Singleton servers' lease holders (docs/cluster.md): who runs each, under which fencing token.
+    const leases = (await listLeases(redis, keys)).map((l) => {
+      const holder = replicas.find((r) => r.id === l.holder.replica);
+      return { server: l.server, replica: l.holder.replica, token: l.holder.token, ttlMs: l.ttlMs, ...(holder ? { url: holder.url, pid: holder.pid } : {}) };
+    });
     if (ctx.global.json) {
-      ctx.io.stdout.write(`${JSON.stringify({ workspaceId, replicas }, null, 2)}\n`);
+      ctx.io.stdout.write(`${JSON.stringify({ workspaceId, replicas, leases }, null, 2)}\n`);
       return 0;
     }
+    const leaseTable = leases.length
+      ? `\n${table([
+          ['SINGLETON', 'HOLDER', 'URL', 'TOKEN', 'EXPIRES'],
+          ...leases.map((l) => [l.server, l.replica, l.url ?? '(not announced: gone?)', String(l.token), `in ${(l.ttlMs / 1000).toFixed(1)}s unless renewed`]),
+        ])}\n${leases.length} singleton lease(s)\n`
+      : '';
     if (replicas.length === 0) {
       ctx.io.stdout.write(`no live replica of cluster workspace ${workspaceId} on Redis at ${target}\n`);
       return 0;
@@ -103,7 +114,7 @@ async function clusterStatus(ctx: CliContext, target: string, workspaceId: strin
           Object.entries(r.principals).map(([p, n]) => `${p}:${n}`).join(',') || '-',
           `${Math.max(0, Math.round((now - Date.parse(r.at)) / 1000))}s ago`,
         ]),
-      ])}\n${replicas.length} replica(s), ${replicas.reduce((n, r) => n + r.sessions, 0)} session(s)\n`,
+      ])}\n${replicas.length} replica(s), ${replicas.reduce((n, r) => n + r.sessions, 0)} session(s)\n${leaseTable}`,
     );
     return 0;
   } finally {
