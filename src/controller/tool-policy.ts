@@ -51,9 +51,10 @@ export class ToolPolicy {
 
   /**
    * Resolve when `tool` may be called with `args` now; throw `tool_denied`
-   * when the user declined or nobody can be asked.
+   * when the user declined or nobody can be asked. `ask` stands in for the
+   * controller's handler for this one call.
    */
-  async check(tool: RegisteredTool, args: Record<string, unknown>): Promise<void> {
+  async check(tool: RegisteredTool, args: Record<string, unknown>, ask?: ToolApprovalHandler): Promise<void> {
     const settings = this.deps.settings();
     const askFiles = settings.filter((s) => matchesAny(s.settings.permissions?.ask ?? [], tool.name)).map((s) => s.source);
     if (askFiles.length === 0) return;
@@ -64,7 +65,7 @@ export class ToolPolicy {
     const file = this.deps.stateFile();
     if (file && (await file.read()).state.alwaysAllow?.includes(tool.name)) return;
     const askedBy = `permissions.ask in ${askFiles.join(' and ')}`;
-    const handler = this.deps.handler;
+    const handler = ask ?? this.deps.handler;
     if (!handler) {
       throw new McpReconcilerError(ErrorCode.ToolDenied, `Tool ${tool.name} needs your approval before each call (${askedBy}), and this host cannot ask`, {
         hint: 'allow it with permissions.allow, or use a host that asks (the onToolApproval option)',

@@ -2,7 +2,9 @@
  * The gateway on the 2026-07-28 revision (SPEC §15): stateless requests,
  * each carrying its protocol version and client capabilities in `_meta`,
  * `server/discover` instead of `initialize`, list changes delivered on
- * `subscriptions/listen` streams, and no server-to-client requests. SDK v2
+ * `subscriptions/listen` streams, and no server-to-client requests (a
+ * managed server's elicitation or sampling, and a tool approval, reach the
+ * client as input-required results: src/gateway/input-rounds.ts). SDK v2
  * (`@modelcontextprotocol/server`) serves the wire; the answers are the
  * session core's (src/gateway/session-core.ts), the same as on the 2025 lane.
  *
@@ -12,10 +14,11 @@
  * session's), with the `tools/list` additions of `search_tools` shared by
  * every client of that scope.
  */
-import { Server as ServerV2, createMcpHandler, type McpHttpHandler, type ServerContext } from '@modelcontextprotocol/server';
-import type { GatewayPool } from './pool.js';
+import { Server as ServerV2, createMcpHandler, type McpHttpHandler } from '@modelcontextprotocol/server';
+import type { ForwardOptions, GatewayPool } from './pool.js';
 import { inScope, type SessionScope } from './scope.js';
-import { createSessionCore, GATEWAY_INFO, gatewayInstructions, type CallContext, type SessionCore } from './session-core.js';
+import { createSessionCore, DEFAULT_CALL_TIMEOUT_MS, GATEWAY_INFO, gatewayInstructions, type SessionCore } from './session-core.js';
+import { InputRounds } from './input-rounds.js';
 
 /** What a lane tells its clients when the registry changes in its scope. */
 export interface ModernNotifier {
@@ -28,7 +31,8 @@ export interface ModernNotifier {
  * A v2 server instance answering from `core`: built per HTTP request (the
  * SDK's stateless model) or once per stdio connection. Cheap: handlers only.
  */
-export function createModernServer(pool: GatewayPool, core: SessionCore): ServerV2 {
+export function createModernServer(pool: GatewayPool, lane: Pick<ModernLane, 'core' | 'rounds'>): ServerV2 {
+  const { core, rounds } = lane;
   const server = new ServerV2(GATEWAY_INFO, {
     capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true } },
     instructions: gatewayInstructions(pool),
@@ -41,22 +45,18 @@ export function createModernServer(pool: GatewayPool, core: SessionCore): Server
   server.setRequestHandler('resources/templates/list', () => asV2(core.listResourceTemplates()));
   server.setRequestHandler('resources/read', (request, ctx) => asV2(core.readResource(request.params, { signal: ctx.mcpReq.signal })));
   server.setRequestHandler('prompts/get', (request, ctx) => asV2(core.getPrompt(request.params, { signal: ctx.mcpReq.signal })));
-  server.setRequestHandler('tools/call', (request, ctx) => asV2(core.callTool(request.params, callContext(request.params._meta?.progressToken, ctx))));
+  // A call spans rounds while the managed server (or a tool approval) asks the client: see input-rounds.ts.
+  server.setRequestHandler('tools/call', (request, ctx) =>
+    rounds.round(request.params, ctx, (callCtx, flowId) =>
+      asV2(
+        core.callTool(request.params, {
+          ...callCtx,
+          ...(rounds.canAsk(flowId) ? { approve: (question) => rounds.elicit(flowId, question) ?? Promise.resolve({ action: 'cancel' as const }) } : {}),
+        }),
+      ),
+    ),
+  );
   return server;
-}
-
-function callContext(progressToken: string | number | undefined, ctx: ServerContext): CallContext {
-  return {
-    signal: ctx.mcpReq.signal,
-    requestId: ctx.mcpReq.id,
-    ...(progressToken !== undefined
-      ? {
-          progress: (p) => {
-            ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined);
-          },
-        }
-      : {}),
-  };
 }
 
 /** Options of {@link createModernLane}. */
@@ -72,6 +72,8 @@ export interface ModernLaneOptions {
 /** A scope's place in the pool on the 2026-07-28 lane. */
 export interface ModernLane {
   readonly core: SessionCore;
+  /** The calls waiting for their client's answers (input-required rounds). */
+  readonly rounds: InputRounds;
   /** Leave the pool and stop notifying. Idempotent. */
   close(): void;
 }
@@ -97,12 +99,26 @@ export function createModernLane(pool: GatewayPool, options: ModernLaneOptions):
     dirty[what] = true;
     flushing ??= setImmediate(flush);
   };
+  const rounds = new InputRounds(options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
+  // The 2026-07-28 revision has no server-to-client requests: a managed server's question during a
+  // call goes back to that call's client as an input-required result (the pool names the call).
+  const flowOf = (o: ForwardOptions): string | undefined => (typeof o.relatedRequestId === 'string' ? o.relatedRequestId : undefined);
   const core = createSessionCore(pool, {
     scope: options.scope,
     transport: options.transport,
     ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
-    // No elicit/sample: the 2026-07-28 revision has no server-to-client requests.
-    listener: { toolsChanged: () => mark('tools'), promptsChanged: () => mark('prompts') },
+    listener: {
+      toolsChanged: () => mark('tools'),
+      promptsChanged: () => mark('prompts'),
+      elicit: (request, o) => {
+        const flow = flowOf(o);
+        return flow === undefined ? undefined : rounds.elicit(flow, request, o.signal);
+      },
+      sample: (request, o) => {
+        const flow = flowOf(o);
+        return flow === undefined ? undefined : rounds.sample(flow, request, o.signal);
+      },
+    },
   });
   const offResources = pool.controller.on('resources-changed', (change) => {
     if (inScope(options.scope, change.server)) mark('resources');
@@ -110,9 +126,11 @@ export function createModernLane(pool: GatewayPool, options: ModernLaneOptions):
   let closed = false;
   return {
     core,
+    rounds,
     close: () => {
       if (closed) return;
       closed = true;
+      rounds.close();
       offResources();
       if (flushing) clearImmediate(flushing);
       core.session.release();
@@ -129,13 +147,14 @@ export interface ModernHttpLane extends ModernLane {
 export function createModernHttpLane(pool: GatewayPool, options: Omit<ModernLaneOptions, 'notifier' | 'transport'> & { onerror?: (err: Error) => void }): ModernHttpLane {
   let handler: McpHttpHandler | undefined;
   const lane = createModernLane(pool, { ...options, transport: 'http', notifier: () => handler?.notify });
-  handler = createMcpHandler(() => createModernServer(pool, lane.core), {
+  handler = createMcpHandler(() => createModernServer(pool, lane), {
     legacy: 'reject',
     ...(options.onerror ? { onerror: options.onerror } : {}),
   });
   const h = handler;
   return {
     core: lane.core,
+    rounds: lane.rounds,
     handler: h,
     close: () => {
       lane.close();

@@ -17,6 +17,7 @@ import type { GatewayPool, PoolSession } from './pool.js';
 import type { SessionScope } from './scope.js';
 import { serveResources } from './resources.js';
 import { createSessionCore, GATEWAY_INFO, gatewayInstructions } from './session-core.js';
+import { canElicit } from './tool-approval.js';
 
 export { GATEWAY_INFO };
 
@@ -95,6 +96,14 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
     return core.callTool(request.params, {
       signal: extra.signal,
       requestId: extra.requestId,
+      ...(canElicit(server.getClientCapabilities(), 'form')
+        ? {
+            approve: (question) =>
+              server
+                .elicitInput(question, { signal: extra.signal, relatedRequestId: extra.requestId })
+                .then((r) => ({ action: r.action, ...(r.content ? { content: r.content as Record<string, unknown> } : {}) })),
+          }
+        : {}),
       ...(progressToken !== undefined
         ? {
             progress: (p) => {

@@ -134,7 +134,7 @@ export async function serveStdio(pool: GatewayPool, options: StdioGatewayOptions
     early.release();
     const handle = serveStdioV2(
       () => {
-        current = createModernServer(pool, lane.core);
+        current = createModernServer(pool, lane);
         return current;
       },
       { legacy: 'reject', transport: new StdioServerTransportV2(feed, stdout) },
