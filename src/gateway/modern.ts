@@ -19,12 +19,15 @@ import type { ForwardOptions, GatewayPool } from './pool.js';
 import { inScope, type SessionScope } from './scope.js';
 import { createSessionCore, DEFAULT_CALL_TIMEOUT_MS, GATEWAY_INFO, gatewayInstructions, type SessionCore } from './session-core.js';
 import { InputRounds } from './input-rounds.js';
+import { ListenedResources } from './listened-resources.js';
 
 /** What a lane tells its clients when the registry changes in its scope. */
 export interface ModernNotifier {
   toolsChanged(): void;
   promptsChanged(): void;
   resourcesChanged(): void;
+  /** `notifications/resources/updated` for `uri`, to the listen streams that named it. */
+  resourceUpdated(uri: string): void;
 }
 
 /**
@@ -34,7 +37,8 @@ export interface ModernNotifier {
 export function createModernServer(pool: GatewayPool, lane: Pick<ModernLane, 'core' | 'rounds'>): ServerV2 {
   const { core, rounds } = lane;
   const server = new ServerV2(GATEWAY_INFO, {
-    capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true } },
+    // `subscribe`: the listen router honours a stream's `resourceSubscriptions` only when it is declared.
+    capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true, subscribe: true } },
     instructions: gatewayInstructions(pool),
   });
   // The two SDK majors declare the same wire shapes as separate types.
@@ -67,6 +71,8 @@ export interface ModernLaneOptions {
   callTimeoutMs?: number;
   /** Where list changes go: the HTTP handler's listen bus, or the stdio connection's instance. */
   notifier: () => ModernNotifier | undefined;
+  /** Problems worth a log line (a resource subscription a managed server refused). */
+  onError?: (message: string) => void;
 }
 
 /** A scope's place in the pool on the 2026-07-28 lane. */
@@ -74,6 +80,8 @@ export interface ModernLane {
   readonly core: SessionCore;
   /** The calls waiting for their client's answers (input-required rounds). */
   readonly rounds: InputRounds;
+  /** The resource subscriptions the lane's listen streams hold (see {@link listenedResources}). */
+  readonly resources: ListenedResources;
   /** Leave the pool and stop notifying. Idempotent. */
   close(): void;
 }
@@ -120,6 +128,13 @@ export function createModernLane(pool: GatewayPool, options: ModernLaneOptions):
       },
     },
   });
+  const resources = new ListenedResources(pool.controller, {
+    scope: options.scope,
+    timeoutMs: core.callTimeoutMs,
+    ready: () => pool.ready(core.session.id),
+    updated: (uri) => options.notifier()?.resourceUpdated(uri),
+    ...(options.onError ? { onError: options.onError } : {}),
+  });
   const offResources = pool.controller.on('resources-changed', (change) => {
     if (inScope(options.scope, change.server)) mark('resources');
   });
@@ -127,10 +142,12 @@ export function createModernLane(pool: GatewayPool, options: ModernLaneOptions):
   return {
     core,
     rounds,
+    resources,
     close: () => {
       if (closed) return;
       closed = true;
       rounds.close();
+      resources.close();
       offResources();
       if (flushing) clearImmediate(flushing);
       core.session.release();
@@ -146,15 +163,17 @@ export interface ModernHttpLane extends ModernLane {
 /** {@link createModernLane} behind an SDK v2 HTTP handler whose listen bus hears the lane's list changes. */
 export function createModernHttpLane(pool: GatewayPool, options: Omit<ModernLaneOptions, 'notifier' | 'transport'> & { onerror?: (err: Error) => void }): ModernHttpLane {
   let handler: McpHttpHandler | undefined;
-  const lane = createModernLane(pool, { ...options, transport: 'http', notifier: () => handler?.notify });
+  const { onerror, ...laneOptions } = options;
+  const lane = createModernLane(pool, { ...laneOptions, transport: 'http', notifier: () => handler?.notify });
   handler = createMcpHandler(() => createModernServer(pool, lane), {
     legacy: 'reject',
-    ...(options.onerror ? { onerror: options.onerror } : {}),
+    ...(onerror ? { onerror } : {}),
   });
   const h = handler;
   return {
     core: lane.core,
     rounds: lane.rounds,
+    resources: lane.resources,
     handler: h,
     close: () => {
       lane.close();
