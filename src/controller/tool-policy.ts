@@ -68,7 +68,7 @@ export class ToolPolicy {
     const handler = ask ?? this.deps.handler;
     if (!handler) {
       throw new McpReconcilerError(ErrorCode.ToolDenied, `Tool ${tool.name} needs your approval before each call (${askedBy}), and this host cannot ask`, {
-        hint: 'allow it with permissions.allow, or use a host that asks (the onToolApproval option)',
+        hint: 'allow it with permissions.allow, or use a host that asks (the onToolApproval option; through the gateway, a client that supports elicitation)',
         details: { tool: tool.name },
       });
     }
