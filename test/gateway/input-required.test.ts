@@ -171,6 +171,28 @@ describe('a client that cannot elicit, and a 2025 client', () => {
     expect(await ws.cleanup()).toBe(0);
   });
 
+  it('the input-required result carries the question and a requestState; a retry with an unknown one is refused, the real one finishes the call', async () => {
+    const client = await connectV2(new HttpV2(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), { asked: [], sampled: [], answer: () => ({ action: 'decline' }) });
+    open.push(() => client.close());
+    const first = (await client.callTool({ name: 'mcp__travel__book', arguments: {} }, { ...CALL, allowInputRequired: true })) as unknown as {
+      resultType?: string;
+      inputRequests?: Record<string, { method: string; params: { message: string } }>;
+      requestState?: string;
+    };
+    expect(first.resultType).toBe('input_required');
+    const [key, question] = Object.entries(first.inputRequests ?? {})[0]!;
+    expect(question).toMatchObject({ method: 'elicitation/create', params: { message: 'Which flight?' } });
+    expect(first.requestState).toMatch(/^[0-9a-f-]{36}$/);
+
+    const retry = (requestState: string) =>
+      client.callTool({ name: 'mcp__travel__book', arguments: {}, inputResponses: { [key]: { action: 'accept', content: { date: '2027-01-01' } } }, requestState } as never, { ...CALL, allowInputRequired: true });
+    await expect(retry('00000000-0000-0000-0000-000000000000')).rejects.toThrow(/requestState is unknown or expired .* call mcp__travel__book again without requestState/);
+    const done = await retry(first.requestState!);
+    expect(JSON.parse(textOf(done))).toEqual({ action: 'accept', content: { date: '2027-01-01', seats: 2 } });
+    // The state is spent: it cannot finish the call twice.
+    await expect(retry(first.requestState!)).rejects.toThrow(/unknown or expired/);
+  });
+
   it('a 2026-07-28 client without elicitation gets the clear refusal; a 2025 client is asked by elicitation/create', async () => {
     const mute = await connectV2(new HttpV2(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), { asked: [], sampled: [], answer: () => ({ action: 'decline' }) }, {});
     open.push(() => mute.close());
