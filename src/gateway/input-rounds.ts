@@ -66,7 +66,6 @@ export function envelopeCapabilities(ctx: ServerContext): ClientCapabilities {
   return caps && typeof caps === 'object' ? (caps as ClientCapabilities) : {};
 }
 
-
 function canSample(caps: ClientCapabilities, request: CreateMessageRequest['params']): boolean {
   const s = caps.sampling as Record<string, unknown> | undefined;
   if (!s) return false;
@@ -140,14 +139,16 @@ export class InputRounds {
   private start(tool: string, caps: ClientCapabilities, call: (callCtx: CallContext, flowId: string) => Promise<CallToolResultV2>): Flow {
     const id = `mrtr:${randomUUID()}`;
     const abort = new AbortController();
-    const flow: Flow = { id, tool, abort, caps, open: new Map(), ended: false, seq: 0, done: undefined as unknown as Flow['done'] };
+    // Registered before the call starts, so a question the call asks at once finds its flow.
+    let settle!: (outcome: Awaited<Flow['done']>) => void;
+    const done = new Promise<Awaited<Flow['done']>>((resolve) => (settle = resolve));
+    const flow: Flow = { id, tool, abort, caps, open: new Map(), done, ended: false, seq: 0 };
     this.flows.set(id, flow);
-    const callCtx: CallContext = { signal: abort.signal, requestId: id, progress: (p) => flow.progress?.(p) };
-    (flow as { done: Flow['done'] }).done = call(callCtx, id).then(
-      (result) => ({ result }),
-      (error: unknown) => ({ error }),
+    call({ signal: abort.signal, requestId: id, progress: (p) => flow.progress?.(p) }, id).then(
+      (result) => settle({ result }),
+      (error: unknown) => settle({ error }),
     );
-    void flow.done.then(() => this.end(flow, 'the call ended'));
+    void done.then(() => this.end(flow, 'the call ended'));
     return flow;
   }
 
