@@ -124,14 +124,16 @@ export class InputRounds {
       progressToken !== undefined
         ? (p) => void ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined)
         : undefined;
-    // A client that gives up on a round (cancel, closed connection) gives up on the call.
-    const onAbort = (): void => flow.abort.abort(ctx.mcpReq.signal.reason);
-    if (ctx.mcpReq.signal.aborted) onAbort();
-    ctx.mcpReq.signal.addEventListener('abort', onAbort, { once: true });
+    // A client that gives up on a round (cancel, closed connection) gives up on the call; a round
+    // that was answered no longer speaks for it (the listener stays, inert: removing it costs as much as adding).
+    let current = true;
+    const signal = ctx.mcpReq.signal;
+    if (signal.aborted) flow.abort.abort(signal.reason);
+    else signal.addEventListener('abort', () => current && flow.abort.abort(signal.reason), { once: true });
     try {
       return await this.next(flow);
     } finally {
-      ctx.mcpReq.signal.removeEventListener('abort', onAbort);
+      current = false;
       flow.progress = undefined;
     }
   }
@@ -153,20 +155,25 @@ export class InputRounds {
   }
 
   /** Wait until the call ends or questions are open; answer the round accordingly. */
-  private async next(flow: Flow): Promise<CallToolResultV2 | InputRequiredResult> {
-    for (;;) {
-      if (flow.open.size > 0 && !flow.ended) return this.ask(flow);
-      const woken = new Promise<'input'>((resolve) => (flow.wake = () => resolve('input')));
-      const outcome = await Promise.race([flow.done, woken]);
-      flow.wake = undefined;
-      if (outcome === 'input') {
+  private next(flow: Flow): Promise<CallToolResultV2 | InputRequiredResult> {
+    if (flow.open.size > 0 && !flow.ended) return Promise.resolve(this.ask(flow));
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      flow.wake = () => {
+        if (settled) return;
+        settled = true;
+        flow.wake = undefined;
         // Questions asked in the same tick go out together.
-        await new Promise((r) => setImmediate(r));
-        continue;
-      }
-      if ('error' in outcome) throw outcome.error;
-      return outcome.result;
-    }
+        setImmediate(() => this.next(flow).then(resolve, reject));
+      };
+      void flow.done.then((outcome) => {
+        if (settled) return;
+        settled = true;
+        flow.wake = undefined;
+        if ('error' in outcome) reject(outcome.error);
+        else resolve(outcome.result);
+      });
+    });
   }
 
   private ask(flow: Flow): InputRequiredResult {
