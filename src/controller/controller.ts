@@ -585,7 +585,7 @@ export class McpController {
   async callTool(name: string, args: Record<string, unknown> = {}, opts: CallToolOptions = {}): Promise<CallToolResult> {
     this.assertLive();
     const tool = this.ws.registry.getTool(name);
-    if (tool) await this.policy.check(tool, args);
+    if (tool) await this.policy.check(tool, args, opts.onToolApproval);
     this.usage.record(name);
     return this.calls.callTool(name, args, opts);
   }

@@ -104,18 +104,19 @@ export class ToolPolicy {
 
   /**
    * Resolve when `tool` may be called with `args` now; throw `tool_denied`
-   * when the user declined or nobody can be asked.
+   * when the user declined or nobody can be asked. `ask` stands in for the
+   * controller's handler for this one call.
    */
-  async check(tool: RegisteredTool, args: Record<string, unknown>): Promise<void> {
+  async check(tool: RegisteredTool, args: Record<string, unknown>, ask?: ToolApprovalHandler): Promise<void> {
     const askedBy = this.askedBy(tool);
     if (askedBy === undefined) return;
     if (this.allowedThisSession.has(tool.name)) return;
     const file = this.deps.stateFile();
     if (file && (await file.read()).state.alwaysAllow?.includes(tool.name)) return;
-    const handler = this.deps.handler;
+    const handler = ask ?? this.deps.handler;
     if (!handler) {
       throw new McpReconcilerError(ErrorCode.ToolDenied, `Tool ${tool.name} needs your approval before each call (${askedBy}), and this host cannot ask`, {
-        hint: 'allow it with permissions.allow, or use a host that asks (the onToolApproval option)',
+        hint: 'allow it with permissions.allow, or use a host that asks (the onToolApproval option; through the gateway, a client that supports elicitation)',
         details: { tool: tool.name },
       });
     }

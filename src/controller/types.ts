@@ -340,6 +340,12 @@ export interface CallToolOptions {
   timeoutMs?: number;
   /** Progress notifications the server sends for this call; each one also restarts `timeoutMs`. */
   onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
+  /**
+   * Asks about this call instead of the controller's `onToolApproval` when
+   * `permissions.ask` holds the tool (the gateway asks the client that made
+   * the call). An `always` answer is remembered the same way.
+   */
+  onToolApproval?: ToolApprovalHandler;
 }
 
 /**

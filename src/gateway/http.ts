@@ -21,6 +21,7 @@ import type { GatewayPool } from './pool.js';
 import { createSessionServer, type GatewaySession } from './server.js';
 import { scopeFromRequest, type SessionScope } from './scope.js';
 import { createModernHttpLane, type ModernHttpLane } from './modern.js';
+import { listenedResources } from './listened-resources.js';
 
 /** The path the gateway answers on. */
 export const MCP_PATH = '/mcp';
@@ -453,7 +454,11 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     } catch (err) {
       return jsonRpcError(res, 400, `${describeError(err)}${err instanceof McpReconcilerError && err.hint ? ` (${err.hint})` : ''}`);
     }
-    return laneFor(scope, res).node(req, res, body);
+    const lane = laneFor(scope, res);
+    // A listen stream naming resources holds their subscriptions while it is open.
+    const uris = listenedResources(body);
+    if (uris.length > 0) res.once('close', lane.lane.resources.watch(uris));
+    return lane.node(req, res, body);
   };
 
   const http: HttpServer = createServer((req, res) => {

@@ -2,7 +2,9 @@
  * The gateway on the 2026-07-28 revision (SPEC §15): stateless requests,
  * each carrying its protocol version and client capabilities in `_meta`,
  * `server/discover` instead of `initialize`, list changes delivered on
- * `subscriptions/listen` streams, and no server-to-client requests. SDK v2
+ * `subscriptions/listen` streams, and no server-to-client requests (a
+ * managed server's elicitation or sampling, and a tool approval, reach the
+ * client as input-required results: src/gateway/input-rounds.ts). SDK v2
  * (`@modelcontextprotocol/server`) serves the wire; the answers are the
  * session core's (src/gateway/session-core.ts), the same as on the 2025 lane.
  *
@@ -12,25 +14,31 @@
  * session's), with the `tools/list` additions of `search_tools` shared by
  * every client of that scope.
  */
-import { Server as ServerV2, createMcpHandler, type McpHttpHandler, type ServerContext } from '@modelcontextprotocol/server';
-import type { GatewayPool } from './pool.js';
+import { Server as ServerV2, createMcpHandler, type McpHttpHandler } from '@modelcontextprotocol/server';
+import type { ForwardOptions, GatewayPool } from './pool.js';
 import { inScope, type SessionScope } from './scope.js';
-import { createSessionCore, FORWARDED_BY_HEADER, GATEWAY_INFO, gatewayInstructions, type CallContext, type SessionCore } from './session-core.js';
+import { createSessionCore, DEFAULT_CALL_TIMEOUT_MS, FORWARDED_BY_HEADER, GATEWAY_INFO, gatewayInstructions, type SessionCore } from './session-core.js';
+import { InputRounds } from './input-rounds.js';
+import { ListenedResources } from './listened-resources.js';
 
 /** What a lane tells its clients when the registry changes in its scope. */
 export interface ModernNotifier {
   toolsChanged(): void;
   promptsChanged(): void;
   resourcesChanged(): void;
+  /** `notifications/resources/updated` for `uri`, to the listen streams that named it. */
+  resourceUpdated(uri: string): void;
 }
 
 /**
  * A v2 server instance answering from `core`: built per HTTP request (the
  * SDK's stateless model) or once per stdio connection. Cheap: handlers only.
  */
-export function createModernServer(pool: GatewayPool, core: SessionCore): ServerV2 {
+export function createModernServer(pool: GatewayPool, lane: Pick<ModernLane, 'core' | 'rounds'>): ServerV2 {
+  const { core, rounds } = lane;
   const server = new ServerV2(GATEWAY_INFO, {
-    capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true } },
+    // `subscribe`: the listen router honours a stream's `resourceSubscriptions` only when it is declared.
+    capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true, subscribe: true } },
     instructions: gatewayInstructions(pool),
   });
   // The two SDK majors declare the same wire shapes as separate types.
@@ -41,26 +49,23 @@ export function createModernServer(pool: GatewayPool, core: SessionCore): Server
   server.setRequestHandler('resources/templates/list', () => asV2(core.listResourceTemplates()));
   server.setRequestHandler('resources/read', (request, ctx) => asV2(core.readResource(request.params, { signal: ctx.mcpReq.signal })));
   server.setRequestHandler('prompts/get', (request, ctx) => asV2(core.getPrompt(request.params, { signal: ctx.mcpReq.signal })));
-  server.setRequestHandler('tools/call', (request, ctx) => asV2(core.callTool(request.params, callContext(request.params._meta?.progressToken, ctx))));
+  // A call spans rounds while the managed server (or a tool approval) asks the client: see input-rounds.ts.
+  server.setRequestHandler('tools/call', (request, ctx) => {
+    // Passed on when another replica answers the call (a cluster singleton: docs/cluster.md).
+    const authorization = ctx.http?.req?.headers.get('authorization') ?? undefined;
+    const forwardedBy = ctx.http?.req?.headers.get(FORWARDED_BY_HEADER) ?? undefined;
+    return rounds.round(request.params, ctx, (callCtx, flowId) =>
+      asV2(
+        core.callTool(request.params, {
+          ...callCtx,
+          ...(authorization ? { authorization } : {}),
+          ...(forwardedBy ? { forwardedBy } : {}),
+          ...(rounds.canAsk(flowId) ? { approve: (question) => rounds.elicit(flowId, question) ?? Promise.resolve({ action: 'cancel' as const }) } : {}),
+        }),
+      ),
+    );
+  });
   return server;
-}
-
-function callContext(progressToken: string | number | undefined, ctx: ServerContext): CallContext {
-  const authorization = ctx.http?.req?.headers.get('authorization') ?? undefined;
-  const forwardedBy = ctx.http?.req?.headers.get(FORWARDED_BY_HEADER) ?? undefined;
-  return {
-    signal: ctx.mcpReq.signal,
-    requestId: ctx.mcpReq.id,
-    ...(authorization ? { authorization } : {}),
-    ...(forwardedBy ? { forwardedBy } : {}),
-    ...(progressToken !== undefined
-      ? {
-          progress: (p) => {
-            ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined);
-          },
-        }
-      : {}),
-  };
 }
 
 /** Options of {@link createModernLane}. */
@@ -71,11 +76,17 @@ export interface ModernLaneOptions {
   callTimeoutMs?: number;
   /** Where list changes go: the HTTP handler's listen bus, or the stdio connection's instance. */
   notifier: () => ModernNotifier | undefined;
+  /** Problems worth a log line (a resource subscription a managed server refused). */
+  onError?: (message: string) => void;
 }
 
 /** A scope's place in the pool on the 2026-07-28 lane. */
 export interface ModernLane {
   readonly core: SessionCore;
+  /** The calls waiting for their client's answers (input-required rounds). */
+  readonly rounds: InputRounds;
+  /** The resource subscriptions the lane's listen streams hold (see {@link listenedResources}). */
+  readonly resources: ListenedResources;
   /** Leave the pool and stop notifying. Idempotent. */
   close(): void;
 }
@@ -101,12 +112,33 @@ export function createModernLane(pool: GatewayPool, options: ModernLaneOptions):
     dirty[what] = true;
     flushing ??= setImmediate(flush);
   };
+  const rounds = new InputRounds(options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
+  // The 2026-07-28 revision has no server-to-client requests: a managed server's question during a
+  // call goes back to that call's client as an input-required result (the pool names the call).
+  const flowOf = (o: ForwardOptions): string | undefined => (typeof o.relatedRequestId === 'string' ? o.relatedRequestId : undefined);
   const core = createSessionCore(pool, {
     scope: options.scope,
     transport: options.transport,
     ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
-    // No elicit/sample: the 2026-07-28 revision has no server-to-client requests.
-    listener: { toolsChanged: () => mark('tools'), promptsChanged: () => mark('prompts') },
+    listener: {
+      toolsChanged: () => mark('tools'),
+      promptsChanged: () => mark('prompts'),
+      elicit: (request, o) => {
+        const flow = flowOf(o);
+        return flow === undefined ? undefined : rounds.elicit(flow, request, o.signal);
+      },
+      sample: (request, o) => {
+        const flow = flowOf(o);
+        return flow === undefined ? undefined : rounds.sample(flow, request, o.signal);
+      },
+    },
+  });
+  const resources = new ListenedResources(pool.controller, {
+    scope: options.scope,
+    timeoutMs: core.callTimeoutMs,
+    ready: () => pool.ready(core.session.id),
+    updated: (uri) => options.notifier()?.resourceUpdated(uri),
+    ...(options.onError ? { onError: options.onError } : {}),
   });
   const offResources = pool.controller.on('resources-changed', (change) => {
     if (inScope(options.scope, change.server)) mark('resources');
@@ -114,9 +146,13 @@ export function createModernLane(pool: GatewayPool, options: ModernLaneOptions):
   let closed = false;
   return {
     core,
+    rounds,
+    resources,
     close: () => {
       if (closed) return;
       closed = true;
+      rounds.close();
+      resources.close();
       offResources();
       if (flushing) clearImmediate(flushing);
       core.session.release();
@@ -132,14 +168,17 @@ export interface ModernHttpLane extends ModernLane {
 /** {@link createModernLane} behind an SDK v2 HTTP handler whose listen bus hears the lane's list changes. */
 export function createModernHttpLane(pool: GatewayPool, options: Omit<ModernLaneOptions, 'notifier' | 'transport'> & { onerror?: (err: Error) => void }): ModernHttpLane {
   let handler: McpHttpHandler | undefined;
-  const lane = createModernLane(pool, { ...options, transport: 'http', notifier: () => handler?.notify });
-  handler = createMcpHandler(() => createModernServer(pool, lane.core), {
+  const { onerror, ...laneOptions } = options;
+  const lane = createModernLane(pool, { ...laneOptions, transport: 'http', notifier: () => handler?.notify });
+  handler = createMcpHandler(() => createModernServer(pool, lane), {
     legacy: 'reject',
-    ...(options.onerror ? { onerror: options.onerror } : {}),
+    ...(onerror ? { onerror } : {}),
   });
   const h = handler;
   return {
     core: lane.core,
+    rounds: lane.rounds,
+    resources: lane.resources,
     handler: h,
     close: () => {
       lane.close();

@@ -17,6 +17,7 @@ import type { GatewayPool, PoolSession } from './pool.js';
 import type { SessionScope } from './scope.js';
 import { serveResources } from './resources.js';
 import { createSessionCore, FORWARDED_BY_HEADER, GATEWAY_INFO, gatewayInstructions } from './session-core.js';
+import { canElicit } from './tool-approval.js';
 
 export { GATEWAY_INFO };
 
@@ -104,6 +105,14 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
       requestId: extra.requestId,
       ...(authorization ? { authorization } : {}),
       ...(forwardedBy ? { forwardedBy } : {}),
+      ...(canElicit(server.getClientCapabilities(), 'form')
+        ? {
+            approve: (question) =>
+              server
+                .elicitInput(question, { signal: extra.signal, relatedRequestId: extra.requestId })
+                .then((r) => ({ action: r.action, ...(r.content ? { content: r.content as Record<string, unknown> } : {}) })),
+          }
+        : {}),
       ...(progressToken !== undefined
         ? {
             progress: (p) => {

@@ -24,6 +24,8 @@ import type { GatewayPool, PoolSession, SessionListener } from './pool.js';
 import { inScope, type SessionScope } from './scope.js';
 import { outsideScope, unservedName } from './refusals.js';
 import { SessionExposure } from './exposure.js';
+import type { ElicitationAnswer, ElicitationRequest } from '../connection/client-capabilities.js';
+import { approvalAnswer, approvalElicitation } from './tool-approval.js';
 
 /** The gateway's name and version in `initialize` and `server/discover`. */
 export const GATEWAY_INFO = Object.freeze({ name: 'mcp-reconciler', version: '0.1.0' });
@@ -65,6 +67,12 @@ export interface CallContext {
   authorization?: string;
   /** The forwarding replica, when another replica forwarded this request (docs/cluster.md). */
   forwardedBy?: string;
+  /**
+   * Asks this call's client about a tool `permissions.ask` holds
+   * (docs/manage.md); set only when the client can be asked (it declared
+   * form elicitation). Without it such a call is refused with `tool_denied`.
+   */
+  approve?: (request: ElicitationRequest) => Promise<ElicitationAnswer>;
 }
 
 /** One session's answers; bind them to an SDK server. */
@@ -158,6 +166,7 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
       const { server: owner, name: registryName } = resolved.entry;
       if (!inScope(scope, owner)) return errorResult(outsideScope('Tool', name, owner, scope));
       const endCall = pool.trackCall(session.id, owner, ctx.requestId);
+      const ask = (request: Parameters<typeof approvalElicitation>[1]): Promise<ElicitationAnswer> => ctx.approve!(approvalElicitation(name, request));
       try {
         // A server that runs on another replica (a cluster singleton): that replica answers.
         const placement = pool.placement;
@@ -177,9 +186,13 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
           signal: ctx.signal,
           timeoutMs: callTimeoutMs,
           ...(ctx.progress ? { onprogress: ctx.progress } : {}),
+          ...(ctx.approve ? { onToolApproval: async (request) => approvalAnswer(await ask(request)) } : {}),
         });
       } catch (err) {
         if (err instanceof McpReconcilerError && TOOL_ERROR_CODES.has(err.code)) return errorResult(names.rename(err.message, registryName, name));
+        if (err instanceof McpReconcilerError && err.code === ErrorCode.ToolDenied) {
+          return errorResult(`${ErrorCode.ToolDenied}: ${names.rename(err.message, registryName, name)}${err.hint ? `; ${err.hint}` : ''}`);
+        }
         if (isRequestTimeout(err)) {
           return errorResult(`Tool ${name} did not answer within ${callTimeoutMs} ms without progress; the gateway cancelled the call. Start the gateway with a larger --call-timeout MS if the tool needs longer.`);
         }

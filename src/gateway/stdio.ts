@@ -7,7 +7,8 @@
  * request carrying the envelope opens the 2026-07-28 lane
  * (src/gateway/modern.ts) for the rest of the connection.
  */
-import { PassThrough, Writable, type Readable } from 'node:stream';
+import { PassThrough, Transform, Writable, type Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { PROTOCOL_VERSION_META_KEY, type Server as ServerV2 } from '@modelcontextprotocol/server';
 import { serveStdio as serveStdioV2, StdioServerTransport as StdioServerTransportV2, type StdioServerHandle } from '@modelcontextprotocol/server/stdio';
@@ -15,6 +16,7 @@ import type { GatewayPool } from './pool.js';
 import { createSessionServer, type GatewaySession } from './server.js';
 import type { SessionScope } from './scope.js';
 import { createModernLane, createModernServer } from './modern.js';
+import { listenedResources } from './listened-resources.js';
 
 /** Options of {@link serveStdio}. */
 export interface StdioGatewayOptions {
@@ -68,6 +70,29 @@ export function eraOfFirstMessage(line: string): StdioEra {
   if (method === 'server/discover') return 'modern';
   const claimed = params?._meta?.[PROTOCOL_VERSION_META_KEY];
   return typeof claimed === 'string' && claimed >= '2026-07-28' ? 'modern' : 'legacy';
+}
+
+/** A pass-through that also hands each complete JSON line it carries to `onMessage` (unparsable lines are the SDK's to answer). */
+function lineTap(onMessage: (message: unknown) => void): Transform {
+  let pending = '';
+  const decoder = new StringDecoder('utf8');
+  return new Transform({
+    transform(chunk: Buffer | string, _enc, cb) {
+      pending += typeof chunk === 'string' ? chunk : decoder.write(chunk);
+      let nl: number;
+      while ((nl = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, nl).trim();
+        pending = pending.slice(nl + 1);
+        if (!line.includes('"subscriptions/listen"') && !line.includes('"notifications/cancelled"')) continue;
+        try {
+          onMessage(JSON.parse(line) as unknown);
+        } catch {
+          // not JSON: the transport answers it
+        }
+      }
+      cb(null, chunk);
+    },
+  });
 }
 
 /**
@@ -129,15 +154,29 @@ export async function serveStdio(pool: GatewayPool, options: StdioGatewayOptions
           toolsChanged: () => void current?.sendToolListChanged().catch(() => undefined),
           promptsChanged: () => void current?.sendPromptListChanged().catch(() => undefined),
           resourcesChanged: () => void current?.sendResourceListChanged().catch(() => undefined),
+          resourceUpdated: (uri) => void current?.sendResourceUpdated({ uri }).catch(() => undefined),
         },
     });
     early.release();
+    // The listen streams' resource URIs, read off the client's messages on their way to the SDK.
+    const listening = new Map<unknown, () => void>();
+    const tapped = feed.pipe(
+      lineTap((message) => {
+        const uris = listenedResources(message);
+        const { id, method, params } = message as { id?: unknown; method?: unknown; params?: { requestId?: unknown } };
+        if (uris.length > 0 && !listening.has(id)) listening.set(id, lane.resources.watch(uris));
+        else if (method === 'notifications/cancelled' && listening.has(params?.requestId)) {
+          listening.get(params?.requestId)?.();
+          listening.delete(params?.requestId);
+        }
+      }),
+    );
     const handle = serveStdioV2(
       () => {
-        current = createModernServer(pool, lane.core);
+        current = createModernServer(pool, lane);
         return current;
       },
-      { legacy: 'reject', transport: new StdioServerTransportV2(feed, stdout) },
+      { legacy: 'reject', transport: new StdioServerTransportV2(tapped, stdout) },
     );
     modern = { handle, close: () => lane.close() };
   };

@@ -1,0 +1,217 @@
+/**
+ * The gateway's 2026-07-28 lane asks its client what managed servers ask
+ * (SPEC §15): that revision has no server-to-client requests, so a managed
+ * server's elicitation or sampling during a call, and a `permissions.ask`
+ * approval (docs/manage.md), come back as input-required results, and the
+ * client's retry with the answers finishes the call. A real SDK v2 client
+ * pinned to 2026-07-28 (which fulfils input-required results through its
+ * elicitation/sampling handlers) talks to `serve --http` and `serve --stdio`
+ * (the built binary); the approval is asked of a 2025 client too, as an
+ * `elicitation/create` request.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2, type Transport as TransportV2 } from '@modelcontextprotocol/client';
+import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultWorkspaceStatePath } from '../../src/config/workspace-state.js';
+import { fixturePath } from '../helpers/fixtures.js';
+import { cliMain, MARKER, startServeHttp, textOf, Workspace, type ServeProcess } from './support.js';
+
+const MODERN = '2026-07-28';
+
+type Elicited = { message: string; requestedSchema?: unknown; mode?: string };
+type Answer = { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> };
+
+/** What the test's client was asked, and how it answers next. */
+interface Asker {
+  asked: Elicited[];
+  sampled: unknown[];
+  answer: (q: Elicited) => Answer;
+}
+
+function workspace(): Workspace {
+  const ws = new Workspace();
+  const env = { [MARKER]: ws.mark };
+  writeFileSync(
+    ws.userConfig,
+    JSON.stringify({
+      mcpServers: {
+        travel: { command: process.execPath, args: [fixturePath('elicit-server')], env },
+        rich: { command: process.execPath, args: [fixturePath('v2-rich-server')], env },
+        a: ws.server('1'),
+      },
+      permissions: { ask: ['mcp__a__echo'] },
+    }),
+  );
+  return ws;
+}
+
+async function connectV2(transport: TransportV2, asker: Asker, capabilities: Record<string, unknown> = { elicitation: { form: {} }, sampling: {} }): Promise<ClientV2> {
+  const client = new ClientV2({ name: 'input-required-test', version: '1.0.0' }, { capabilities, versionNegotiation: { mode: { pin: MODERN } } });
+  if (capabilities.elicitation) {
+    client.setRequestHandler('elicitation/create', (request) => {
+      const q = request.params as Elicited;
+      asker.asked.push(q);
+      return asker.answer(q) as never;
+    });
+  }
+  if (capabilities.sampling) {
+    client.setRequestHandler('sampling/createMessage', (request) => {
+      asker.sampled.push(request.params);
+      return { role: 'assistant', model: 'test-model', content: { type: 'text', text: 'five seven five' } } as never;
+    });
+  }
+  await client.connect(transport, { timeout: 30_000 });
+  return client;
+}
+
+const CALL = { timeout: 60_000 };
+
+function suite(kind: 'http' | 'stdio'): void {
+  describe(`serve --${kind}, a 2026-07-28 client`, () => {
+    const ws = workspace();
+    const open: Array<() => Promise<unknown>> = [];
+    let serve: ServeProcess | undefined;
+    let url = '';
+    let token = '';
+
+    beforeAll(async () => {
+      if (kind === 'http') ({ serve, url, token } = await startServeHttp(ws));
+    });
+    afterAll(async () => {
+      for (const close of open) await close();
+      await serve?.stop();
+      expect(await ws.cleanup()).toBe(0);
+    });
+
+    const connect = async (asker: Asker, capabilities?: Record<string, unknown>): Promise<ClientV2> => {
+      const transport =
+        kind === 'http'
+          ? new HttpV2(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } })
+          : new StdioV2({ command: process.execPath, args: [cliMain, 'serve', '--stdio', ...ws.args()], env: ws.env() as Record<string, string>, stderr: 'pipe' });
+      const client = await connectV2(transport, asker, capabilities);
+      open.push(() => client.close().catch(() => undefined));
+      return client;
+    };
+    const asker = (answer: Asker['answer']): Asker => ({ asked: [], sampled: [], answer });
+
+    it('a managed server’s elicitation during a call round-trips through an input-required result', async () => {
+      const a = asker(() => ({ action: 'accept', content: { date: '2026-12-24', class: 'business' } }));
+      const client = await connect(a);
+      const booked = await client.callTool({ name: 'mcp__travel__book', arguments: {} }, CALL);
+      expect(a.asked.map((q) => q.message)).toEqual(['Which flight?']);
+      // The managed server got the answer, with the schema's default filled in on the way.
+      expect(JSON.parse(textOf(booked))).toEqual({ action: 'accept', content: { date: '2026-12-24', class: 'business', seats: 2 } });
+
+      // A v2 server that asks with its own input-required result (the 2026-07-28 wire upstream too).
+      const b = asker(() => ({ action: 'accept', content: { ok: true } }));
+      const other = await connect(b);
+      expect(textOf(await other.callTool({ name: 'mcp__rich__confirm', arguments: {} }, CALL))).toBe('confirmed');
+      expect(b.asked.map((q) => q.message)).toEqual(['Proceed?']);
+
+      const declined = await connect(asker(() => ({ action: 'decline' })));
+      expect(JSON.parse(textOf(await declined.callTool({ name: 'mcp__travel__book', arguments: {} }, CALL)))).toEqual({ action: 'decline' });
+    });
+
+    it('a managed server’s sampling request round-trips likewise', async () => {
+      const a = asker(() => ({ action: 'decline' }));
+      const client = await connect(a);
+      const haiku = await client.callTool({ name: 'mcp__travel__haiku', arguments: {} }, CALL);
+      expect(textOf(haiku)).toBe('test-model: five seven five');
+      expect(a.sampled).toHaveLength(1);
+      expect(JSON.stringify(a.sampled[0])).toContain('A haiku about gateways');
+    });
+
+    it('a permissions.ask tool asks the client: accept runs it, decline is tool_denied, always is remembered', async () => {
+      let decision: Answer = { action: 'accept', content: { decision: 'allow' } };
+      const a = asker(() => decision);
+      const client = await connect(a);
+      expect(textOf(await client.callTool({ name: 'mcp__a__echo', arguments: { text: 'once' } }, CALL))).toBe('once');
+      expect(a.asked).toHaveLength(1);
+      expect(a.asked[0]!.message).toMatch(/Allow the tool mcp__a__echo to run with \{"text":"once"\}\? \(permissions\.ask in /);
+
+      decision = { action: 'decline' };
+      const denied = await client.callTool({ name: 'mcp__a__echo', arguments: { text: 'no' } }, CALL);
+      expect(denied.isError).toBe(true);
+      expect(textOf(denied)).toMatch(/^tool_denied: Tool mcp__a__echo was not approved/);
+
+      decision = { action: 'accept', content: { decision: 'deny' } };
+      expect(textOf(await client.callTool({ name: 'mcp__a__echo', arguments: { text: 'no' } }, CALL))).toMatch(/^tool_denied/);
+
+      decision = { action: 'accept', content: { decision: 'always' } };
+      expect(textOf(await client.callTool({ name: 'mcp__a__echo', arguments: { text: 'always' } }, CALL))).toBe('always');
+      const asked = a.asked.length;
+      expect(textOf(await client.callTool({ name: 'mcp__a__echo', arguments: { text: 'quiet' } }, CALL))).toBe('quiet');
+      expect(a.asked).toHaveLength(asked);
+      // Remembered for the workspace the way the library's onToolApproval "always" is.
+      const stateFile = defaultWorkspaceStatePath(ws.root, ws.env());
+      expect(existsSync(stateFile) && (JSON.parse(readFileSync(stateFile, 'utf8')) as { alwaysAllow?: string[] }).alwaysAllow).toEqual(['mcp__a__echo']);
+    });
+  });
+}
+
+suite('http');
+suite('stdio');
+
+describe('a client that cannot elicit, and a 2025 client', () => {
+  const ws = workspace();
+  let serve: ServeProcess | undefined;
+  let url = '';
+  let token = '';
+  const open: Array<() => Promise<unknown>> = [];
+  beforeAll(async () => {
+    ({ serve, url, token } = await startServeHttp(ws));
+  });
+  afterAll(async () => {
+    for (const close of open) await close();
+    await serve?.stop();
+    expect(await ws.cleanup()).toBe(0);
+  });
+
+  it('the input-required result carries the question and a requestState; a retry with an unknown one is refused, the real one finishes the call', async () => {
+    const client = await connectV2(new HttpV2(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), { asked: [], sampled: [], answer: () => ({ action: 'decline' }) });
+    open.push(() => client.close());
+    const first = (await client.callTool({ name: 'mcp__travel__book', arguments: {} }, { ...CALL, allowInputRequired: true })) as unknown as {
+      resultType?: string;
+      inputRequests?: Record<string, { method: string; params: { message: string } }>;
+      requestState?: string;
+    };
+    expect(first.resultType).toBe('input_required');
+    const [key, question] = Object.entries(first.inputRequests ?? {})[0]!;
+    expect(question).toMatchObject({ method: 'elicitation/create', params: { message: 'Which flight?' } });
+    expect(first.requestState).toMatch(/^[0-9a-f-]{36}$/);
+
+    const retry = (requestState: string) =>
+      client.callTool({ name: 'mcp__travel__book', arguments: {}, inputResponses: { [key]: { action: 'accept', content: { date: '2027-01-01' } } }, requestState } as never, { ...CALL, allowInputRequired: true });
+    await expect(retry('00000000-0000-0000-0000-000000000000')).rejects.toThrow(/requestState is unknown or expired .* call mcp__travel__book again without requestState/);
+    const done = await retry(first.requestState!);
+    expect(JSON.parse(textOf(done))).toEqual({ action: 'accept', content: { date: '2027-01-01', seats: 2 } });
+    // The state is spent: it cannot finish the call twice.
+    await expect(retry(first.requestState!)).rejects.toThrow(/unknown or expired/);
+  });
+
+  it('a 2026-07-28 client without elicitation gets the clear refusal; a 2025 client is asked by elicitation/create', async () => {
+    const mute = await connectV2(new HttpV2(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), { asked: [], sampled: [], answer: () => ({ action: 'decline' }) }, {});
+    open.push(() => mute.close());
+    const refused = await mute.callTool({ name: 'mcp__a__echo', arguments: { text: 'x' } }, CALL);
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(/^tool_denied: Tool mcp__a__echo needs your approval .* and this host cannot ask/);
+
+    const old = new Client({ name: 'old', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+    const asked: string[] = [];
+    let decision = 'allow';
+    old.setRequestHandler(ElicitRequestSchema, (request) => {
+      asked.push(request.params.message);
+      return { action: 'accept', content: { decision } };
+    });
+    await old.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    open.push(() => old.close());
+    expect(textOf(await old.callTool({ name: 'mcp__a__echo', arguments: { text: 'old' } }, undefined, CALL))).toBe('old');
+    expect(asked).toHaveLength(1);
+    decision = 'deny';
+    expect(textOf(await old.callTool({ name: 'mcp__a__echo', arguments: { text: 'old' } }, undefined, CALL))).toMatch(/^tool_denied: Tool mcp__a__echo was not approved/);
+  });
+});
