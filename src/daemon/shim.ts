@@ -1,18 +1,31 @@
 /**
  * The shim behind `serve --stdio --shared`: the MCP client's stdio on one
  * side, a session on the daemon's socket on the other, bytes passed through
- * line by line. It keeps just enough to survive the daemon: the client's
- * `initialize` request and the ids of the client's requests in flight.
+ * as they came. Each line's envelope (id, method) is read from its bytes
+ * (src/daemon/envelope.ts); a chunk of whole lines nobody needs to change is
+ * written on in one piece, without decoding or encoding it again. The shim
+ * keeps just enough to survive the daemon: the client's `initialize`, the
+ * ids of requests in flight both ways, and the client's resource
+ * subscriptions.
  *
  * When the daemon goes away (killed, crashed) while the client is still
- * there, every request in flight gets a JSON-RPC error saying so, the shim
- * connects to a fresh daemon (starting one), replays the `initialize` and
- * `notifications/initialized` itself (swallowing the answer), and tells the
- * client its tools and prompts changed, so it lists them again
- * (docs/daemon.md, "Faults").
+ * there, every request of the client in flight gets a JSON-RPC error saying
+ * so, and every request of the daemon the client has not answered
+ * (elicitation, sampling) is cancelled (`notifications/cancelled`; a late
+ * answer is dropped). The shim connects to a fresh daemon (starting one),
+ * replays the `initialize` and `notifications/initialized` itself
+ * (swallowing the answer), subscribes again to the resources the client
+ * subscribed to, and tells the client its tools, prompts and resources
+ * changed, so it lists and reads them again (docs/daemon.md, "Faults").
+ * A new daemon numbers its requests from scratch, so their ids reach the
+ * client prefixed with the daemon's generation: a late answer to the dead
+ * daemon never lands on a new request. (Prefixed from the first daemon on:
+ * the SDK's first request id is 0, and SDK clients ignore a
+ * `notifications/cancelled` for request 0.)
  */
 import type { Socket } from 'node:net';
 import { describeError, McpReconcilerError } from '../errors.js';
+import { readEnvelope } from './envelope.js';
 
 /** The JSON-RPC error code of a request cut off by the daemon's end (an implementation-defined server error). */
 export const DAEMON_GONE_CODE = -32001;
@@ -21,7 +34,7 @@ export const DAEMON_GONE_CODE = -32001;
 export interface ShimOptions {
   stdin: NodeJS.ReadableStream;
   /** Where the client's messages go (the caller handles a broken pipe: it ends the shim's process). */
-  stdout: { write(text: string): unknown };
+  stdout: { write(chunk: Buffer): unknown };
   log(line: string): void;
   /** Connect (starting the daemon when absent) and greet; resolves to the session socket and the daemon's pid. */
   attach(): Promise<{ socket: Socket; pid: number }>;
@@ -29,28 +42,67 @@ export interface ShimOptions {
   reattachAttempts?: number;
 }
 
-interface Peek {
-  id?: unknown;
-  method?: unknown;
+const NEWLINE = 0x0a;
+
+/** A request of the daemon to the client the client has not answered. */
+interface DaemonRequest {
+  /** The id the daemon gave it (canonical JSON). */
+  daemonId: string;
+  method: string;
+  /** Its daemon is gone: it was cancelled, and a late answer is dropped. */
+  stale: boolean;
 }
 
-function peek(line: string): Peek | undefined {
-  try {
-    const v = JSON.parse(line) as unknown;
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Peek) : undefined;
-  } catch {
-    return undefined;
+/** Splits a byte stream into whole lines, keeping the bytes of a line cut between chunks. */
+class LineBuffer {
+  private parts: Buffer[] = [];
+  /** The bytes of whole lines (each ending in `\n`) with what came before them, or undefined when no line ended yet. */
+  push(chunk: Buffer): Buffer | undefined {
+    const last = chunk.lastIndexOf(NEWLINE);
+    if (last < 0) {
+      this.parts.push(chunk);
+      return undefined;
+    }
+    let data = chunk.subarray(0, last + 1);
+    if (this.parts.length > 0) {
+      this.parts.push(data);
+      data = Buffer.concat(this.parts);
+      this.parts = [];
+    }
+    if (last + 1 < chunk.length) this.parts.push(chunk.subarray(last + 1));
+    return data;
   }
 }
 
-/** Splits a byte stream into lines (without their `\n`). */
-class Lines {
-  private rest = '';
-  push(chunk: Buffer | string): string[] {
-    const text = this.rest + (typeof chunk === 'string' ? chunk : chunk.toString('utf8'));
-    const lines = text.split('\n');
-    this.rest = lines.pop()!;
-    return lines.filter((l) => l.trim() !== '');
+/** Calls `each(start, end)` for every line of `data` (whole lines: it ends in `\n`), `end` at its newline. */
+function forEachLine(data: Buffer, each: (start: number, end: number) => void): void {
+  let start = 0;
+  while (start < data.length) {
+    const nl = data.indexOf(NEWLINE, start);
+    each(start, nl);
+    start = nl + 1;
+  }
+}
+
+function isBlank(data: Buffer, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const c = data[i]!;
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0d) return false;
+  }
+  return true;
+}
+
+function jsonLine(message: unknown): string {
+  return `${JSON.stringify(message)}\n`;
+}
+
+/** `params.uri` of a subscribe or unsubscribe line (rare: only these are parsed whole). */
+function uriOf(line: Buffer): string | undefined {
+  try {
+    const uri = (JSON.parse(line.toString('utf8')) as { params?: { uri?: unknown } }).params?.uri;
+    return typeof uri === 'string' ? uri : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -67,61 +119,167 @@ export function runShim(options: ShimOptions): Promise<number> {
   const attempts = options.reattachAttempts ?? 10;
   let socket: Socket | undefined;
   let daemonPid = 0;
-  /** The client's initialize request, replayed to a fresh daemon. */
-  let initLine: string | undefined;
+  /** How many daemons this session has had before the current one. */
+  let generation = -1;
+  /** The client's initialize request (its line), replayed to a fresh daemon. */
+  let initLine: Buffer | undefined;
   /** Whether a daemon has been sent that initialize (only then does a new one need it replayed). */
   let initDelivered = false;
-  /** Requests of the client the daemon has not answered: JSON of the id → method. */
+  /** Requests of the client the daemon has not answered: id → method. */
   const inflight = new Map<string, string>();
-  /** Client lines that arrived while no daemon was attached. */
-  let queued: string[] = [];
+  /** Client lines that arrived while no daemon was attached (each ends in `\n`), and the ids of the requests among them. */
+  let queued: Buffer[] = [];
+  const queuedIds = new Set<string>();
   /** The id of our replayed initialize while we wait for its answer. */
   let replaying: string | undefined;
   let replays = 0;
+  /** Ids of the shim's own requests to the daemon (subscribing again) whose answers the client must not see. */
+  const own = new Set<string>();
+  /** Resources the client subscribed to (the daemon said yes), and subscribes awaiting the answer: id → URI. */
+  const subscriptions = new Set<string>();
+  const subscribing = new Map<string, string>();
+  /** Requests of a daemon to the client, by the id the client saw. */
+  const daemonRequests = new Map<string, DaemonRequest>();
   let ending = false;
   let finish!: (code: number) => void;
   const done = new Promise<number>((resolve) => (finish = resolve));
 
   const toClient = (text: string): void => {
-    if (text) stdout.write(text);
+    if (text) stdout.write(Buffer.from(text));
   };
 
-  const fromClient = new Lines();
+  /** Send client bytes to the daemon, or queue them while none is attached (or one is being initialized again). */
+  const toDaemon = (bytes: Buffer, requestId?: string): void => {
+    if (socket && replaying === undefined) {
+      socket.write(bytes);
+      return;
+    }
+    queued.push(bytes);
+    if (requestId !== undefined) queuedIds.add(requestId);
+  };
+
+  const fromClient = new LineBuffer();
   const onStdin = (chunk: Buffer | string): void => {
-    let out = '';
-    for (const line of fromClient.push(chunk)) {
-      const m = peek(line);
-      if (m && typeof m.method === 'string' && m.id !== undefined && m.id !== null) {
-        inflight.set(JSON.stringify(m.id), m.method);
-        if (m.method === 'initialize') initLine = line;
+    const data = fromClient.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+    if (!data) return;
+    // The lines before `from` have not been sent yet; a line that must change or go sends them first.
+    let from = 0;
+    let requestIds: string[] | undefined;
+    const flush = (upTo: number): void => {
+      if (upTo > from) {
+        const bytes = data.subarray(from, upTo);
+        if (socket && replaying === undefined) socket.write(bytes);
+        else {
+          queued.push(bytes);
+          for (const id of requestIds ?? []) queuedIds.add(id);
+        }
       }
-      if (socket && replaying === undefined) {
-        out += `${line}\n`;
-        if (line === initLine) initDelivered = true;
-      } else queued.push(line);
-    }
-    if (out && socket) socket.write(out);
+      requestIds = undefined;
+    };
+    forEachLine(data, (start, end) => {
+      if (isBlank(data, start, end)) {
+        flush(start);
+        from = end + 1;
+        return;
+      }
+      const env = readEnvelope(data, start, end);
+      if (!env || env.id === undefined) return;
+      if (env.method !== undefined) {
+        inflight.set(env.id, env.method);
+        (requestIds ??= []).push(env.id);
+        if (env.method === 'initialize') {
+          initLine = Buffer.from(data.subarray(start, end + 1));
+          if (socket && replaying === undefined) initDelivered = true;
+        } else if (env.method === 'resources/subscribe') {
+          const uri = uriOf(data.subarray(start, end));
+          if (uri !== undefined) subscribing.set(env.id, uri);
+        } else if (env.method === 'resources/unsubscribe') {
+          const uri = uriOf(data.subarray(start, end));
+          if (uri !== undefined) subscriptions.delete(uri);
+        }
+        return;
+      }
+      // The client's answer to a request of the daemon.
+      const asked = daemonRequests.get(env.id);
+      if (!asked) return;
+      daemonRequests.delete(env.id);
+      if (!asked.stale && asked.daemonId === env.id) return;
+      flush(start);
+      from = end + 1;
+      // A dead daemon's request: nobody is waiting for the answer. A renumbered one goes back under the daemon's id.
+      if (!asked.stale) toDaemon(Buffer.concat([data.subarray(start, env.idStart), Buffer.from(asked.daemonId), data.subarray(env.idEnd, end + 1)]));
+    });
+    flush(data.length);
   };
 
-  const onDaemonData = (lines: Lines) => (chunk: Buffer): void => {
-    let out = '';
-    for (const line of lines.push(chunk)) {
-      const m = peek(line);
-      const isResponse = m !== undefined && m.method === undefined && m.id !== undefined && m.id !== null;
-      if (isResponse && replaying !== undefined && m.id === replaying) {
-        // Our replayed initialize: the client initialized long ago and must not see it.
-        replaying = undefined;
-        socket?.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n${queued.map((l) => `${l}\n`).join('')}`);
-        queued = [];
-        out += `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n`;
-        out += `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' })}\n`;
-        log(`reattached to the daemon (pid ${daemonPid}); told the client to list its tools again`);
-        continue;
-      }
-      if (isResponse) inflight.delete(JSON.stringify(m.id));
-      out += `${line}\n`;
+  /** The replayed initialize was answered: the new daemon's session is as the client left it, but for what it must hear again. */
+  const reattached = (s: Socket): void => {
+    replaying = undefined;
+    let out = jsonLine({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    for (const uri of subscriptions) {
+      const id = JSON.stringify(`mcp-reconciler-shim-resubscribe-${++replays}`);
+      own.add(id);
+      out += jsonLine({ jsonrpc: '2.0', id: JSON.parse(id) as string, method: 'resources/subscribe', params: { uri } });
     }
-    toClient(out);
+    s.write(out);
+    for (const bytes of queued) s.write(bytes);
+    queued = [];
+    queuedIds.clear();
+    let tell = jsonLine({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    tell += jsonLine({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
+    tell += jsonLine({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
+    // What changed while nobody watched is unknown: the client reads its subscribed resources again.
+    for (const uri of subscriptions) tell += jsonLine({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
+    toClient(tell);
+    log(
+      `reattached to the daemon (pid ${daemonPid}); told the client to list its tools again` +
+        (subscriptions.size > 0 ? ` and subscribed again to ${subscriptions.size} resource(s)` : ''),
+    );
+  };
+
+  const onDaemonData = (s: Socket, lines: LineBuffer) => (chunk: Buffer): void => {
+    const data = lines.push(chunk);
+    if (!data) return;
+    let from = 0;
+    const parts: Buffer[] = [];
+    const cut = (start: number, end: number): void => {
+      if (start > from) parts.push(data.subarray(from, start));
+      from = end + 1;
+    };
+    forEachLine(data, (start, end) => {
+      const env = readEnvelope(data, start, end);
+      if (!env || env.id === undefined) return;
+      if (env.method === undefined) {
+        if (env.id === replaying) {
+          // Our replayed initialize: the client initialized long ago and must not see it.
+          cut(start, end);
+          reattached(s);
+          return;
+        }
+        if (own.delete(env.id)) {
+          cut(start, end);
+          if (env.hasError) log(`subscribing again after the reattach failed: ${data.toString('utf8', start, end)}`);
+          return;
+        }
+        inflight.delete(env.id);
+        const uri = subscribing.get(env.id);
+        if (uri !== undefined) {
+          subscribing.delete(env.id);
+          if (env.hasResult) subscriptions.add(uri);
+        }
+        return;
+      }
+      // A request of the daemon to the client (elicitation, sampling, roots, ping), renumbered: see above.
+      const seen = JSON.stringify(`mcp-reconciler-d${generation}:${env.id}`);
+      daemonRequests.set(seen, { daemonId: env.id, method: env.method, stale: false });
+      cut(start, end);
+      parts.push(data.subarray(start, env.idStart), Buffer.from(seen), data.subarray(env.idEnd, end + 1));
+    });
+    if (from === 0) stdout.write(data);
+    else {
+      if (from < data.length) parts.push(data.subarray(from));
+      if (parts.length > 0) stdout.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+    }
   };
 
   const onDaemonGone = (gone: Socket): void => {
@@ -129,13 +287,13 @@ export function runShim(options: ShimOptions): Promise<number> {
     socket = undefined;
     if (ending) return;
     const pid = daemonPid;
-    // Requests still queued never reached the dead daemon: they go to the next one.
-    const unsent = new Set(queued.map((l) => peek(l)?.id).filter((id) => id !== undefined && id !== null).map((id) => JSON.stringify(id)));
     let out = '';
+    // Requests still queued never reached the dead daemon: they go to the next one.
     for (const [id, method] of inflight) {
-      if (unsent.has(id)) continue;
+      if (queuedIds.has(id)) continue;
       inflight.delete(id);
-      out += `${JSON.stringify({
+      subscribing.delete(id);
+      out += jsonLine({
         jsonrpc: '2.0',
         id: JSON.parse(id) as unknown,
         error: {
@@ -144,8 +302,21 @@ export function runShim(options: ShimOptions): Promise<number> {
             `the mcp-reconciler daemon (pid ${pid}) ended while this ${method} request was in flight (it was killed or crashed); ` +
             'the request may or may not have reached its server. The session is reattaching to a new daemon: send it again.',
         },
-      })}\n`;
+      });
     }
+    for (const [id, asked] of daemonRequests) {
+      if (asked.stale) continue;
+      asked.stale = true;
+      out += jsonLine({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: {
+          requestId: JSON.parse(id) as unknown,
+          reason: `the mcp-reconciler daemon (pid ${pid}) that sent this ${asked.method} request ended (it was killed or crashed); the call that asked has failed and can be sent again`,
+        },
+      });
+    }
+    own.clear();
     replaying = undefined;
     toClient(out);
     log(`the daemon (pid ${pid}) went away; reattaching`);
@@ -179,22 +350,24 @@ export function runShim(options: ShimOptions): Promise<number> {
   const wire = (s: Socket, pid: number): void => {
     socket = s;
     daemonPid = pid;
-    s.setNoDelay?.(true);
-    s.on('data', onDaemonData(new Lines()));
+    generation++;
+    s.on('data', onDaemonData(s, new LineBuffer()));
     s.on('error', () => s.destroy());
     s.once('close', () => onDaemonGone(s));
     s.resume();
     if (initLine !== undefined && initDelivered) {
       // A new daemon knows nothing of this session: initialize it the way the client did.
-      const init = JSON.parse(initLine) as Record<string, unknown>;
-      replaying = `mcp-reconciler-shim-reattach-${++replays}`;
-      init.id = replaying;
-      s.write(`${JSON.stringify(init)}\n`);
+      const init = JSON.parse(initLine.toString('utf8')) as Record<string, unknown>;
+      const id = `mcp-reconciler-shim-reattach-${++replays}`;
+      replaying = JSON.stringify(id);
+      init.id = id;
+      s.write(jsonLine(init));
       return;
     }
-    if (initLine !== undefined && queued.includes(initLine)) initDelivered = true;
-    if (queued.length > 0) s.write(queued.map((l) => `${l}\n`).join(''));
+    if (initLine !== undefined && queued.some((b) => b.includes(initLine!))) initDelivered = true;
+    for (const bytes of queued) s.write(bytes);
     queued = [];
+    queuedIds.clear();
   };
 
   const finishWith = (code: number): void => {
