@@ -95,29 +95,61 @@ function canonicalId(token: string): string | undefined {
 }
 
 const RESULT_HEAD = Buffer.from('{"result":');
+const METHOD_HEAD = Buffer.from('{"method":"');
 const ID_TAIL = Buffer.from(',"id":');
 
 /**
- * A response as the SDK writes it (`{"result":…,"jsonrpc":"2.0","id":…}`)
- * without walking its result: a line that opens with the key `result` is a
- * response, and a `,"id":` whose value is followed by the line's last `}` is
- * a top-level key (a quote after a comma opens a key; the brace closing that
- * key's object is the top level's).
+ * The id of a line ending in `,"id":<number or string>}` (`end` just past
+ * the `}`): a quote after a comma opens a key, and the brace right after its
+ * value closes the line's top-level object, so this `id` is the message's.
  */
-function fastResponse(buf: Buffer, start: number, end: number): Envelope | undefined {
-  if (end - start < RESULT_HEAD.length + ID_TAIL.length + 2 || buf[end - 1] !== CLOSE_BRACE) return undefined;
-  if (buf.compare(RESULT_HEAD, 0, RESULT_HEAD.length, start, start + RESULT_HEAD.length) !== 0) return undefined;
+function tailId(buf: Buffer, start: number, end: number): { id: string; idStart: number; idEnd: number } | undefined {
+  if (end - start < ID_TAIL.length + 2 || buf[end - 1] !== CLOSE_BRACE) return undefined;
   const at = buf.lastIndexOf(ID_TAIL, end - 1);
-  if (at < start + RESULT_HEAD.length) return undefined;
+  if (at < start) return undefined;
   const idStart = at + ID_TAIL.length;
   const idEnd = end - 1;
   if (idEnd - idStart > 256) return undefined;
   const token = buf.toString('utf8', idStart, idEnd);
-  const first = token.charCodeAt(0);
   // The value must be one scalar running to the closing brace.
-  if (first === QUOTE ? stringEnd(buf, idStart, idEnd + 1) !== idEnd : !/^-?\d+$/.test(token)) return undefined;
+  if (token.charCodeAt(0) === QUOTE ? stringEnd(buf, idStart, idEnd + 1) !== idEnd : !/^-?\d+$/.test(token)) return undefined;
   const id = canonicalId(token);
-  return id === undefined ? undefined : { id, idStart, idEnd, hasResult: true, hasError: false };
+  return id === undefined ? undefined : { id, idStart, idEnd };
+}
+
+function startsWith(buf: Buffer, start: number, head: Buffer): boolean {
+  return buf.length - start >= head.length && buf.compare(head, 0, head.length, start, start + head.length) === 0;
+}
+
+/**
+ * A response as the SDK writes it (`{"result":…,"jsonrpc":"2.0","id":…}`)
+ * without walking its result: a line that opens with the key `result` is a
+ * response, and its id is the one at its end ({@link tailId}).
+ */
+function fastResponse(buf: Buffer, start: number, end: number): Envelope | undefined {
+  if (!startsWith(buf, start, RESULT_HEAD)) return undefined;
+  const tail = tailId(buf, start + RESULT_HEAD.length, end);
+  return tail && { ...tail, hasResult: true, hasError: false };
+}
+
+/**
+ * The envelope of a long line known only by its first and last bytes (it
+ * came in several chunks, and joining them would copy it for nothing): an
+ * SDK-shaped response (`{"result":…,"id":…}`) or request
+ * (`{"method":"…",…,"id":…}`). Undefined for any other shape (join the line
+ * and use {@link readEnvelope}). The id's offsets are the tail's.
+ */
+export function readSplitEnvelope(head: Buffer, tail: Buffer): Envelope | undefined {
+  let end = tail.length;
+  while (end > 0 && isSpace(tail[end - 1]!)) end--;
+  const id = tailId(tail, 0, end);
+  if (!id) return undefined;
+  if (startsWith(head, 0, RESULT_HEAD)) return { ...id, hasResult: true, hasError: false };
+  if (!startsWith(head, 0, METHOD_HEAD)) return undefined;
+  const close = head.indexOf(QUOTE, METHOD_HEAD.length);
+  if (close < 0) return undefined;
+  const method = head.toString('utf8', METHOD_HEAD.length, close);
+  return method.includes('\\') ? undefined : { ...id, method, hasResult: false, hasError: false };
 }
 
 /**

@@ -25,7 +25,7 @@
  */
 import type { Socket } from 'node:net';
 import { describeError, McpReconcilerError } from '../errors.js';
-import { readEnvelope } from './envelope.js';
+import { readEnvelope, readSplitEnvelope, type Envelope } from './envelope.js';
 
 /** The JSON-RPC error code of a request cut off by the daemon's end (an implementation-defined server error). */
 export const DAEMON_GONE_CODE = -32001;
@@ -53,25 +53,73 @@ interface DaemonRequest {
   stale: boolean;
 }
 
-/** Splits a byte stream into whole lines, keeping the bytes of a line cut between chunks. */
+/** Lines longer than this that arrive in several chunks are not joined when their envelope shows at their ends. */
+const JOIN_BELOW = 16 * 1024;
+
+/** What {@link LineBuffer.push} gives: a line that began in earlier chunks (its pieces, the last ending in `\n`), then whole lines. */
+interface Lines {
+  split?: Buffer[];
+  data?: Buffer;
+}
+
+/** Splits a byte stream into whole lines, keeping the pieces of a line cut between chunks (not joined: see {@link JOIN_BELOW}). */
 class LineBuffer {
   private parts: Buffer[] = [];
-  /** The bytes of whole lines (each ending in `\n`) with what came before them, or undefined when no line ended yet. */
-  push(chunk: Buffer): Buffer | undefined {
-    const last = chunk.lastIndexOf(NEWLINE);
-    if (last < 0) {
-      this.parts.push(chunk);
-      return undefined;
-    }
-    let data = chunk.subarray(0, last + 1);
+  push(chunk: Buffer): Lines {
+    let rest = chunk;
+    let split: Buffer[] | undefined;
     if (this.parts.length > 0) {
-      this.parts.push(data);
-      data = Buffer.concat(this.parts);
+      const first = chunk.indexOf(NEWLINE);
+      if (first < 0) {
+        this.parts.push(chunk);
+        return {};
+      }
+      split = [...this.parts, chunk.subarray(0, first + 1)];
       this.parts = [];
+      rest = chunk.subarray(first + 1);
     }
-    if (last + 1 < chunk.length) this.parts.push(chunk.subarray(last + 1));
-    return data;
+    const last = rest.lastIndexOf(NEWLINE);
+    if (last + 1 < rest.length) this.parts.push(rest.subarray(last + 1));
+    return { ...(split ? { split } : {}), ...(last >= 0 ? { data: rest.subarray(0, last + 1) } : {}) };
   }
+}
+
+/** One line, contiguous: its buffer, where it starts, where its newline is, and its envelope (undefined when malformed). */
+interface WholeLine {
+  buf: Buffer;
+  start: number;
+  end: number;
+  env: Envelope | undefined;
+}
+
+/** What becomes of a line: passed on as it came, dropped, or replaced by other bytes. */
+type LineAction = 'pass' | 'drop' | Buffer;
+
+/**
+ * The envelope of a line cut between chunks, and the line joined (only when
+ * asked for: a long SDK-shaped message is passed on in its pieces).
+ */
+function splitLine(parts: Buffer[]): { env: Envelope | undefined; whole: () => WholeLine } {
+  let joined: WholeLine | undefined;
+  const whole = (): WholeLine => {
+    if (!joined) {
+      const buf = Buffer.concat(parts);
+      joined = { buf, start: 0, end: buf.length - 1, env: readEnvelope(buf, 0, buf.length - 1) };
+    }
+    return joined;
+  };
+  const size = parts.reduce((n, p) => n + p.length, 0);
+  if (size < JOIN_BELOW) return { env: whole().env, whole };
+  const head = Buffer.concat(parts, Math.min(256, size));
+  const tailParts: Buffer[] = [];
+  for (let i = parts.length - 1, need = 512; i >= 0 && need > 0; i--) {
+    const p = parts[i]!;
+    tailParts.unshift(p.length > need ? p.subarray(p.length - need) : p);
+    need -= p.length;
+  }
+  const tail = Buffer.concat(tailParts);
+  const env = readSplitEnvelope(head, tail.subarray(0, tail.length - 1));
+  return env ? { env, whole } : { env: whole().env, whole };
 }
 
 /** Calls `each(start, end)` for every line of `data` (whole lines: it ends in `\n`), `end` at its newline. */
@@ -158,9 +206,46 @@ export function runShim(options: ShimOptions): Promise<number> {
     if (requestId !== undefined) queuedIds.add(requestId);
   };
 
+  /** What to do with a line from the client (bookkeeping of requests, subscriptions, answers to the daemon). */
+  const clientLine = (env: Envelope, whole: () => WholeLine): LineAction => {
+    if (env.id === undefined) return 'pass';
+    if (env.method !== undefined) {
+      inflight.set(env.id, env.method);
+      if (env.method === 'initialize') {
+        const w = whole();
+        initLine = Buffer.from(w.buf.subarray(w.start, w.end + 1));
+        if (socket && replaying === undefined) initDelivered = true;
+      } else if (env.method === 'resources/subscribe' || env.method === 'resources/unsubscribe') {
+        const w = whole();
+        const uri = uriOf(w.buf.subarray(w.start, w.end));
+        if (uri !== undefined && env.method === 'resources/subscribe') subscribing.set(env.id, uri);
+        else if (uri !== undefined) subscriptions.delete(uri);
+      }
+      return 'pass';
+    }
+    // The client's answer to a request of the daemon.
+    const asked = daemonRequests.get(env.id);
+    if (!asked) return 'pass';
+    daemonRequests.delete(env.id);
+    // A dead daemon's request: nobody is waiting for the answer.
+    if (asked.stale) return 'drop';
+    if (asked.daemonId === env.id) return 'pass';
+    // A renumbered one goes back under the daemon's id.
+    const w = whole();
+    if (!w.env || w.env.id === undefined) return 'pass';
+    return Buffer.concat([w.buf.subarray(w.start, w.env.idStart), Buffer.from(asked.daemonId), w.buf.subarray(w.env.idEnd, w.end + 1)]);
+  };
+
   const fromClient = new LineBuffer();
   const onStdin = (chunk: Buffer | string): void => {
-    const data = fromClient.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+    const { split, data } = fromClient.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+    if (split) {
+      const { env, whole } = splitLine(split);
+      const action = env ? clientLine(env, whole) : 'pass';
+      const requestId = env?.method !== undefined ? env.id : undefined;
+      if (action === 'pass') for (const part of split) toDaemon(part, requestId);
+      else if (action !== 'drop') toDaemon(action, requestId);
+    }
     if (!data) return;
     // The lines before `from` have not been sent yet; a line that must change or go sends them first.
     let from = 0;
@@ -177,37 +262,13 @@ export function runShim(options: ShimOptions): Promise<number> {
       requestIds = undefined;
     };
     forEachLine(data, (start, end) => {
-      if (isBlank(data, start, end)) {
-        flush(start);
-        from = end + 1;
-        return;
-      }
-      const env = readEnvelope(data, start, end);
-      if (!env || env.id === undefined) return;
-      if (env.method !== undefined) {
-        inflight.set(env.id, env.method);
-        (requestIds ??= []).push(env.id);
-        if (env.method === 'initialize') {
-          initLine = Buffer.from(data.subarray(start, end + 1));
-          if (socket && replaying === undefined) initDelivered = true;
-        } else if (env.method === 'resources/subscribe') {
-          const uri = uriOf(data.subarray(start, end));
-          if (uri !== undefined) subscribing.set(env.id, uri);
-        } else if (env.method === 'resources/unsubscribe') {
-          const uri = uriOf(data.subarray(start, end));
-          if (uri !== undefined) subscriptions.delete(uri);
-        }
-        return;
-      }
-      // The client's answer to a request of the daemon.
-      const asked = daemonRequests.get(env.id);
-      if (!asked) return;
-      daemonRequests.delete(env.id);
-      if (!asked.stale && asked.daemonId === env.id) return;
+      const env = isBlank(data, start, end) ? undefined : readEnvelope(data, start, end);
+      const action = isBlank(data, start, end) ? 'drop' : env ? clientLine(env, () => ({ buf: data, start, end, env })) : 'pass';
+      if (env?.method !== undefined && env.id !== undefined) (requestIds ??= []).push(env.id);
+      if (action === 'pass') return;
       flush(start);
       from = end + 1;
-      // A dead daemon's request: nobody is waiting for the answer. A renumbered one goes back under the daemon's id.
-      if (!asked.stale) toDaemon(Buffer.concat([data.subarray(start, env.idStart), Buffer.from(asked.daemonId), data.subarray(env.idEnd, end + 1)]));
+      if (action !== 'drop') toDaemon(action);
     });
     flush(data.length);
   };
@@ -237,43 +298,56 @@ export function runShim(options: ShimOptions): Promise<number> {
     );
   };
 
+  /** What to do with a line from the daemon (answers, our own requests' answers, its requests to the client). */
+  const daemonLine = (s: Socket, env: Envelope, whole: () => WholeLine): LineAction => {
+    if (env.id === undefined) return 'pass';
+    if (env.method === undefined) {
+      if (env.id === replaying) {
+        // Our replayed initialize: the client initialized long ago and must not see it.
+        reattached(s);
+        return 'drop';
+      }
+      if (own.delete(env.id)) {
+        if (env.hasError) {
+          const w = whole();
+          log(`subscribing again after the reattach failed: ${w.buf.toString('utf8', w.start, w.end)}`);
+        }
+        return 'drop';
+      }
+      inflight.delete(env.id);
+      const uri = subscribing.get(env.id);
+      if (uri !== undefined) {
+        subscribing.delete(env.id);
+        if (env.hasResult) subscriptions.add(uri);
+      }
+      return 'pass';
+    }
+    // A request of the daemon to the client (elicitation, sampling, roots, ping), renumbered: see above.
+    const w = whole();
+    if (!w.env || w.env.id === undefined) return 'pass';
+    const seen = JSON.stringify(`mcp-reconciler-d${generation}:${env.id}`);
+    daemonRequests.set(seen, { daemonId: env.id, method: env.method, stale: false });
+    return Buffer.concat([w.buf.subarray(w.start, w.env.idStart), Buffer.from(seen), w.buf.subarray(w.env.idEnd, w.end + 1)]);
+  };
+
   const onDaemonData = (s: Socket, lines: LineBuffer) => (chunk: Buffer): void => {
-    const data = lines.push(chunk);
+    const { split, data } = lines.push(chunk);
+    if (split) {
+      const { env, whole } = splitLine(split);
+      const action = env ? daemonLine(s, env, whole) : 'pass';
+      if (action === 'pass') for (const part of split) stdout.write(part);
+      else if (action !== 'drop') stdout.write(action);
+    }
     if (!data) return;
     let from = 0;
     const parts: Buffer[] = [];
-    const cut = (start: number, end: number): void => {
-      if (start > from) parts.push(data.subarray(from, start));
-      from = end + 1;
-    };
     forEachLine(data, (start, end) => {
       const env = readEnvelope(data, start, end);
-      if (!env || env.id === undefined) return;
-      if (env.method === undefined) {
-        if (env.id === replaying) {
-          // Our replayed initialize: the client initialized long ago and must not see it.
-          cut(start, end);
-          reattached(s);
-          return;
-        }
-        if (own.delete(env.id)) {
-          cut(start, end);
-          if (env.hasError) log(`subscribing again after the reattach failed: ${data.toString('utf8', start, end)}`);
-          return;
-        }
-        inflight.delete(env.id);
-        const uri = subscribing.get(env.id);
-        if (uri !== undefined) {
-          subscribing.delete(env.id);
-          if (env.hasResult) subscriptions.add(uri);
-        }
-        return;
-      }
-      // A request of the daemon to the client (elicitation, sampling, roots, ping), renumbered: see above.
-      const seen = JSON.stringify(`mcp-reconciler-d${generation}:${env.id}`);
-      daemonRequests.set(seen, { daemonId: env.id, method: env.method, stale: false });
-      cut(start, end);
-      parts.push(data.subarray(start, env.idStart), Buffer.from(seen), data.subarray(env.idEnd, end + 1));
+      const action = env ? daemonLine(s, env, () => ({ buf: data, start, end, env })) : 'pass';
+      if (action === 'pass') return;
+      if (start > from) parts.push(data.subarray(from, start));
+      from = end + 1;
+      if (action !== 'drop') parts.push(action);
     });
     if (from === 0) stdout.write(data);
     else {

@@ -5,7 +5,7 @@
  * order, and a line it cannot read is left alone.
  */
 import { describe, expect, it } from 'vitest';
-import { readEnvelope } from '../../src/daemon/envelope.js';
+import { readEnvelope, readSplitEnvelope } from '../../src/daemon/envelope.js';
 
 function envelope(line: string) {
   const buf = Buffer.from(`xx${line}\n`);
@@ -43,5 +43,19 @@ describe('readEnvelope', () => {
     for (const bad of ['', 'null', '[1]', '{"id":1', '{"id":1}}', '{"id":{"a":1}}', '{"id":1,"method":2}', '{"a" 1}', '{"result":{},"id":1}x']) {
       expect(envelope(bad), bad).toBeUndefined();
     }
+  });
+
+  it('reads an SDK-shaped long line from its first and last bytes only, and nothing else', () => {
+    const split = (m: unknown) => {
+      const b = Buffer.from(JSON.stringify(m));
+      return readSplitEnvelope(b.subarray(0, 256), b.subarray(Math.max(0, b.length - 512)));
+    };
+    const big = 'y'.repeat(100_000);
+    expect(split({ result: { content: [{ type: 'text', text: big, id: 3 }] }, jsonrpc: '2.0', id: 17 })).toMatchObject({ id: '17', hasResult: true });
+    expect(split({ method: 'tools/call', params: { arguments: { text: big } }, jsonrpc: '2.0', id: 'k' })).toMatchObject({ id: '"k"', method: 'tools/call' });
+    // Other shapes are for the whole line.
+    expect(split({ jsonrpc: '2.0', id: 1, result: { text: big } })).toBeUndefined();
+    expect(split({ method: 'notifications/message', params: { data: big }, jsonrpc: '2.0' })).toBeUndefined();
+    expect(split({ result: { text: big, id: 2 }, jsonrpc: '2.0' })).toBeUndefined();
   });
 });
