@@ -18,12 +18,10 @@ export async function runSharedStdio(ctx: CliContext): Promise<number> {
   const build = cliBuild();
   const request = sessionRequest(ctx);
   // A client that went away leaves a broken pipe: nothing is left to serve.
-  const own = io.stdin === process.stdin;
-  if (own) process.stdout.on('error', () => process.exit(0));
+  if (io.stdin === process.stdin) process.stdout.on('error', () => process.exit(0));
   return runShim({
     stdin: io.stdin!,
-    // The process's own stdout takes the bytes as they came from the daemon (no decoding and encoding again).
-    stdout: { write: (chunk: Buffer) => (own ? process.stdout.write(chunk) : writeRaw(io.stdout, chunk.toString('utf8'))) },
+    stdout: { write: (text: string) => writeRaw(io.stdout, text) },
     log,
     attach: async () => {
       const socket = await connectDaemon(paths, () => spawnDaemon(paths, io.env));

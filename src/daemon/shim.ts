@@ -1,12 +1,11 @@
 /**
  * The shim behind `serve --stdio --shared`: the MCP client's stdio on one
- * side, a session on the daemon's socket on the other, bytes passed through
- * as they came. Each line's envelope (id, method) is read from its bytes
- * (src/daemon/envelope.ts); a chunk of whole lines nobody needs to change is
- * written on in one piece, without decoding or encoding it again. The shim
- * keeps just enough to survive the daemon: the client's `initialize`, the
- * ids of requests in flight both ways, and the client's resource
- * subscriptions.
+ * side, a session on the daemon's socket on the other, lines passed through
+ * as they came. It keeps just enough to survive the daemon: the client's
+ * `initialize`, the ids of requests in flight both ways, and the client's
+ * resource subscriptions. (Each line is parsed with `JSON.parse` to read its
+ * id and method: measured against reading them from the bytes in
+ * JavaScript, the native parse costs less per call, small or large.)
  *
  * When the daemon goes away (killed, crashed) while the client is still
  * there, every request of the client in flight gets a JSON-RPC error saying
@@ -25,7 +24,6 @@
  */
 import type { Socket } from 'node:net';
 import { describeError, McpReconcilerError } from '../errors.js';
-import { readEnvelope, readSplitEnvelope, type Envelope } from './envelope.js';
 
 /** The JSON-RPC error code of a request cut off by the daemon's end (an implementation-defined server error). */
 export const DAEMON_GONE_CODE = -32001;
@@ -34,7 +32,7 @@ export const DAEMON_GONE_CODE = -32001;
 export interface ShimOptions {
   stdin: NodeJS.ReadableStream;
   /** Where the client's messages go (the caller handles a broken pipe: it ends the shim's process). */
-  stdout: { write(chunk: Buffer): unknown };
+  stdout: { write(text: string): unknown };
   log(line: string): void;
   /** Connect (starting the daemon when absent) and greet; resolves to the session socket and the daemon's pid. */
   attach(): Promise<{ socket: Socket; pid: number }>;
@@ -42,116 +40,50 @@ export interface ShimOptions {
   reattachAttempts?: number;
 }
 
-const NEWLINE = 0x0a;
+interface Peek {
+  id?: unknown;
+  method?: unknown;
+  params?: { uri?: unknown };
+  result?: unknown;
+  error?: unknown;
+}
+
+function peek(line: string): Peek | undefined {
+  try {
+    const v = JSON.parse(line) as unknown;
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Peek) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The key a request is filed under: its id as JSON; undefined for a notification. */
+function idKey(m: Peek | undefined): string | undefined {
+  return m !== undefined && m.id !== undefined && m.id !== null ? JSON.stringify(m.id) : undefined;
+}
+
+/** Splits a byte stream into lines (without their `\n`). */
+class Lines {
+  private rest = '';
+  push(chunk: Buffer | string): string[] {
+    const text = this.rest + (typeof chunk === 'string' ? chunk : chunk.toString('utf8'));
+    const lines = text.split('\n');
+    this.rest = lines.pop()!;
+    return lines.filter((l) => l.trim() !== '');
+  }
+}
 
 /** A request of the daemon to the client the client has not answered. */
 interface DaemonRequest {
-  /** The id the daemon gave it (canonical JSON). */
-  daemonId: string;
+  /** The id the daemon gave it. */
+  daemonId: unknown;
   method: string;
   /** Its daemon is gone: it was cancelled, and a late answer is dropped. */
   stale: boolean;
 }
 
-/** Lines longer than this that arrive in several chunks are not joined when their envelope shows at their ends. */
-const JOIN_BELOW = 16 * 1024;
-
-/** What {@link LineBuffer.push} gives: a line that began in earlier chunks (its pieces, the last ending in `\n`), then whole lines. */
-interface Lines {
-  split?: Buffer[];
-  data?: Buffer;
-}
-
-/** Splits a byte stream into whole lines, keeping the pieces of a line cut between chunks (not joined: see {@link JOIN_BELOW}). */
-class LineBuffer {
-  private parts: Buffer[] = [];
-  push(chunk: Buffer): Lines {
-    let rest = chunk;
-    let split: Buffer[] | undefined;
-    if (this.parts.length > 0) {
-      const first = chunk.indexOf(NEWLINE);
-      if (first < 0) {
-        this.parts.push(chunk);
-        return {};
-      }
-      split = [...this.parts, chunk.subarray(0, first + 1)];
-      this.parts = [];
-      rest = chunk.subarray(first + 1);
-    }
-    const last = rest.lastIndexOf(NEWLINE);
-    if (last + 1 < rest.length) this.parts.push(rest.subarray(last + 1));
-    return { ...(split ? { split } : {}), ...(last >= 0 ? { data: rest.subarray(0, last + 1) } : {}) };
-  }
-}
-
-/** One line, contiguous: its buffer, where it starts, where its newline is, and its envelope (undefined when malformed). */
-interface WholeLine {
-  buf: Buffer;
-  start: number;
-  end: number;
-  env: Envelope | undefined;
-}
-
-/** What becomes of a line: passed on as it came, dropped, or replaced by other bytes. */
-type LineAction = 'pass' | 'drop' | Buffer;
-
-/**
- * The envelope of a line cut between chunks, and the line joined (only when
- * asked for: a long SDK-shaped message is passed on in its pieces).
- */
-function splitLine(parts: Buffer[]): { env: Envelope | undefined; whole: () => WholeLine } {
-  let joined: WholeLine | undefined;
-  const whole = (): WholeLine => {
-    if (!joined) {
-      const buf = Buffer.concat(parts);
-      joined = { buf, start: 0, end: buf.length - 1, env: readEnvelope(buf, 0, buf.length - 1) };
-    }
-    return joined;
-  };
-  const size = parts.reduce((n, p) => n + p.length, 0);
-  if (size < JOIN_BELOW) return { env: whole().env, whole };
-  const head = Buffer.concat(parts, Math.min(256, size));
-  const tailParts: Buffer[] = [];
-  for (let i = parts.length - 1, need = 512; i >= 0 && need > 0; i--) {
-    const p = parts[i]!;
-    tailParts.unshift(p.length > need ? p.subarray(p.length - need) : p);
-    need -= p.length;
-  }
-  const tail = Buffer.concat(tailParts);
-  const env = readSplitEnvelope(head, tail.subarray(0, tail.length - 1));
-  return env ? { env, whole } : { env: whole().env, whole };
-}
-
-/** Calls `each(start, end)` for every line of `data` (whole lines: it ends in `\n`), `end` at its newline. */
-function forEachLine(data: Buffer, each: (start: number, end: number) => void): void {
-  let start = 0;
-  while (start < data.length) {
-    const nl = data.indexOf(NEWLINE, start);
-    each(start, nl);
-    start = nl + 1;
-  }
-}
-
-function isBlank(data: Buffer, start: number, end: number): boolean {
-  for (let i = start; i < end; i++) {
-    const c = data[i]!;
-    if (c !== 0x20 && c !== 0x09 && c !== 0x0d) return false;
-  }
-  return true;
-}
-
 function jsonLine(message: unknown): string {
   return `${JSON.stringify(message)}\n`;
-}
-
-/** `params.uri` of a subscribe or unsubscribe line (rare: only these are parsed whole). */
-function uriOf(line: Buffer): string | undefined {
-  try {
-    const uri = (JSON.parse(line.toString('utf8')) as { params?: { uri?: unknown } }).params?.uri;
-    return typeof uri === 'string' ? uri : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function sleep(ms: number): Promise<void> {
@@ -169,191 +101,117 @@ export function runShim(options: ShimOptions): Promise<number> {
   let daemonPid = 0;
   /** How many daemons this session has had before the current one. */
   let generation = -1;
-  /** The client's initialize request (its line), replayed to a fresh daemon. */
-  let initLine: Buffer | undefined;
+  /** The client's initialize request, replayed to a fresh daemon. */
+  let initLine: string | undefined;
   /** Whether a daemon has been sent that initialize (only then does a new one need it replayed). */
   let initDelivered = false;
-  /** Requests of the client the daemon has not answered: id → method. */
+  /** Requests of the client the daemon has not answered: JSON of the id → method. */
   const inflight = new Map<string, string>();
-  /** Client lines that arrived while no daemon was attached (each ends in `\n`), and the ids of the requests among them. */
-  let queued: Buffer[] = [];
-  const queuedIds = new Set<string>();
+  /** Client lines that arrived while no daemon was attached. */
+  let queued: string[] = [];
   /** The id of our replayed initialize while we wait for its answer. */
   let replaying: string | undefined;
   let replays = 0;
-  /** Ids of the shim's own requests to the daemon (subscribing again) whose answers the client must not see. */
+  /** Ids (JSON) of the shim's own requests to the daemon (subscribing again) whose answers the client must not see. */
   const own = new Set<string>();
   /** Resources the client subscribed to (the daemon said yes), and subscribes awaiting the answer: id → URI. */
   const subscriptions = new Set<string>();
   const subscribing = new Map<string, string>();
-  /** Requests of a daemon to the client, by the id the client saw. */
+  /** Requests of a daemon to the client, by the id (JSON) the client saw. */
   const daemonRequests = new Map<string, DaemonRequest>();
   let ending = false;
   let finish!: (code: number) => void;
   const done = new Promise<number>((resolve) => (finish = resolve));
 
   const toClient = (text: string): void => {
-    if (text) stdout.write(Buffer.from(text));
+    if (text) stdout.write(text);
   };
 
-  /** Send client bytes to the daemon, or queue them while none is attached (or one is being initialized again). */
-  const toDaemon = (bytes: Buffer, requestId?: string): void => {
-    if (socket && replaying === undefined) {
-      socket.write(bytes);
-      return;
-    }
-    queued.push(bytes);
-    if (requestId !== undefined) queuedIds.add(requestId);
-  };
-
-  /** What to do with a line from the client (bookkeeping of requests, subscriptions, answers to the daemon). */
-  const clientLine = (env: Envelope, whole: () => WholeLine): LineAction => {
-    if (env.id === undefined) return 'pass';
-    if (env.method !== undefined) {
-      inflight.set(env.id, env.method);
-      if (env.method === 'initialize') {
-        const w = whole();
-        initLine = Buffer.from(w.buf.subarray(w.start, w.end + 1));
-        if (socket && replaying === undefined) initDelivered = true;
-      } else if (env.method === 'resources/subscribe' || env.method === 'resources/unsubscribe') {
-        const w = whole();
-        const uri = uriOf(w.buf.subarray(w.start, w.end));
-        if (uri !== undefined && env.method === 'resources/subscribe') subscribing.set(env.id, uri);
-        else if (uri !== undefined) subscriptions.delete(uri);
-      }
-      return 'pass';
-    }
-    // The client's answer to a request of the daemon.
-    const asked = daemonRequests.get(env.id);
-    if (!asked) return 'pass';
-    daemonRequests.delete(env.id);
-    // A dead daemon's request: nobody is waiting for the answer.
-    if (asked.stale) return 'drop';
-    if (asked.daemonId === env.id) return 'pass';
-    // A renumbered one goes back under the daemon's id.
-    const w = whole();
-    if (!w.env || w.env.id === undefined) return 'pass';
-    return Buffer.concat([w.buf.subarray(w.start, w.env.idStart), Buffer.from(asked.daemonId), w.buf.subarray(w.env.idEnd, w.end + 1)]);
-  };
-
-  const fromClient = new LineBuffer();
+  const fromClient = new Lines();
   const onStdin = (chunk: Buffer | string): void => {
-    const { split, data } = fromClient.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-    if (split) {
-      const { env, whole } = splitLine(split);
-      const action = env ? clientLine(env, whole) : 'pass';
-      const requestId = env?.method !== undefined ? env.id : undefined;
-      if (action === 'pass') for (const part of split) toDaemon(part, requestId);
-      else if (action !== 'drop') toDaemon(action, requestId);
-    }
-    if (!data) return;
-    // The lines before `from` have not been sent yet; a line that must change or go sends them first.
-    let from = 0;
-    let requestIds: string[] | undefined;
-    const flush = (upTo: number): void => {
-      if (upTo > from) {
-        const bytes = data.subarray(from, upTo);
-        if (socket && replaying === undefined) socket.write(bytes);
-        else {
-          queued.push(bytes);
-          for (const id of requestIds ?? []) queuedIds.add(id);
+    let out = '';
+    for (let line of fromClient.push(chunk)) {
+      const m = peek(line);
+      const key = idKey(m);
+      if (key !== undefined && typeof m!.method === 'string') {
+        inflight.set(key, m!.method);
+        if (m!.method === 'initialize') initLine = line;
+        const uri = m!.params?.uri;
+        if (typeof uri === 'string' && m!.method === 'resources/subscribe') subscribing.set(key, uri);
+        else if (typeof uri === 'string' && m!.method === 'resources/unsubscribe') subscriptions.delete(uri);
+      } else if (key !== undefined && m!.method === undefined) {
+        // The client's answer to a request of the daemon.
+        const asked = daemonRequests.get(key);
+        if (asked) {
+          daemonRequests.delete(key);
+          // A dead daemon's request: nobody is waiting for the answer.
+          if (asked.stale) continue;
+          // A renumbered one goes back under the daemon's id.
+          line = JSON.stringify({ ...m, id: asked.daemonId });
         }
       }
-      requestIds = undefined;
-    };
-    forEachLine(data, (start, end) => {
-      const env = isBlank(data, start, end) ? undefined : readEnvelope(data, start, end);
-      const action = isBlank(data, start, end) ? 'drop' : env ? clientLine(env, () => ({ buf: data, start, end, env })) : 'pass';
-      if (env?.method !== undefined && env.id !== undefined) (requestIds ??= []).push(env.id);
-      if (action === 'pass') return;
-      flush(start);
-      from = end + 1;
-      if (action !== 'drop') toDaemon(action);
-    });
-    flush(data.length);
+      if (socket && replaying === undefined) {
+        out += `${line}\n`;
+        if (line === initLine) initDelivered = true;
+      } else queued.push(line);
+    }
+    if (out && socket) socket.write(out);
   };
 
   /** The replayed initialize was answered: the new daemon's session is as the client left it, but for what it must hear again. */
-  const reattached = (s: Socket): void => {
+  const reattached = (): string => {
     replaying = undefined;
     let out = jsonLine({ jsonrpc: '2.0', method: 'notifications/initialized' });
     for (const uri of subscriptions) {
-      const id = JSON.stringify(`mcp-reconciler-shim-resubscribe-${++replays}`);
-      own.add(id);
-      out += jsonLine({ jsonrpc: '2.0', id: JSON.parse(id) as string, method: 'resources/subscribe', params: { uri } });
+      const id = `mcp-reconciler-shim-resubscribe-${++replays}`;
+      own.add(JSON.stringify(id));
+      out += jsonLine({ jsonrpc: '2.0', id, method: 'resources/subscribe', params: { uri } });
     }
-    s.write(out);
-    for (const bytes of queued) s.write(bytes);
+    socket?.write(`${out}${queued.map((l) => `${l}\n`).join('')}`);
     queued = [];
-    queuedIds.clear();
     let tell = jsonLine({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
     tell += jsonLine({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
     tell += jsonLine({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
     // What changed while nobody watched is unknown: the client reads its subscribed resources again.
     for (const uri of subscriptions) tell += jsonLine({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
-    toClient(tell);
     log(
       `reattached to the daemon (pid ${daemonPid}); told the client to list its tools again` +
         (subscriptions.size > 0 ? ` and subscribed again to ${subscriptions.size} resource(s)` : ''),
     );
+    return tell;
   };
 
-  /** What to do with a line from the daemon (answers, our own requests' answers, its requests to the client). */
-  const daemonLine = (s: Socket, env: Envelope, whole: () => WholeLine): LineAction => {
-    if (env.id === undefined) return 'pass';
-    if (env.method === undefined) {
-      if (env.id === replaying) {
-        // Our replayed initialize: the client initialized long ago and must not see it.
-        reattached(s);
-        return 'drop';
-      }
-      if (own.delete(env.id)) {
-        if (env.hasError) {
-          const w = whole();
-          log(`subscribing again after the reattach failed: ${w.buf.toString('utf8', w.start, w.end)}`);
+  const onDaemonData = (lines: Lines) => (chunk: Buffer): void => {
+    let out = '';
+    for (const line of lines.push(chunk)) {
+      const m = peek(line);
+      const key = idKey(m);
+      if (key !== undefined && m!.method === undefined) {
+        if (key === replaying) {
+          // Our replayed initialize: the client initialized long ago and must not see it.
+          out += reattached();
+          continue;
         }
-        return 'drop';
+        if (own.delete(key)) {
+          if (m!.error !== undefined) log(`subscribing again after the reattach failed: ${line}`);
+          continue;
+        }
+        inflight.delete(key);
+        const uri = subscribing.get(key);
+        if (uri !== undefined) {
+          subscribing.delete(key);
+          if (m!.result !== undefined) subscriptions.add(uri);
+        }
+      } else if (key !== undefined && typeof m!.method === 'string') {
+        // A request of the daemon to the client (elicitation, sampling, roots, ping), renumbered: see above.
+        const seen = `mcp-reconciler-d${generation}:${key}`;
+        daemonRequests.set(JSON.stringify(seen), { daemonId: m!.id, method: m!.method, stale: false });
+        out += `${JSON.stringify({ ...m, id: seen })}\n`;
+        continue;
       }
-      inflight.delete(env.id);
-      const uri = subscribing.get(env.id);
-      if (uri !== undefined) {
-        subscribing.delete(env.id);
-        if (env.hasResult) subscriptions.add(uri);
-      }
-      return 'pass';
+      out += `${line}\n`;
     }
-    // A request of the daemon to the client (elicitation, sampling, roots, ping), renumbered: see above.
-    const w = whole();
-    if (!w.env || w.env.id === undefined) return 'pass';
-    const seen = JSON.stringify(`mcp-reconciler-d${generation}:${env.id}`);
-    daemonRequests.set(seen, { daemonId: env.id, method: env.method, stale: false });
-    return Buffer.concat([w.buf.subarray(w.start, w.env.idStart), Buffer.from(seen), w.buf.subarray(w.env.idEnd, w.end + 1)]);
-  };
-
-  const onDaemonData = (s: Socket, lines: LineBuffer) => (chunk: Buffer): void => {
-    const { split, data } = lines.push(chunk);
-    if (split) {
-      const { env, whole } = splitLine(split);
-      const action = env ? daemonLine(s, env, whole) : 'pass';
-      if (action === 'pass') for (const part of split) stdout.write(part);
-      else if (action !== 'drop') stdout.write(action);
-    }
-    if (!data) return;
-    let from = 0;
-    const parts: Buffer[] = [];
-    forEachLine(data, (start, end) => {
-      const env = readEnvelope(data, start, end);
-      const action = env ? daemonLine(s, env, () => ({ buf: data, start, end, env })) : 'pass';
-      if (action === 'pass') return;
-      if (start > from) parts.push(data.subarray(from, start));
-      from = end + 1;
-      if (action !== 'drop') parts.push(action);
-    });
-    if (from === 0) stdout.write(data);
-    else {
-      if (from < data.length) parts.push(data.subarray(from));
-      if (parts.length > 0) stdout.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
-    }
+    toClient(out);
   };
 
   const onDaemonGone = (gone: Socket): void => {
@@ -361,10 +219,11 @@ export function runShim(options: ShimOptions): Promise<number> {
     socket = undefined;
     if (ending) return;
     const pid = daemonPid;
-    let out = '';
     // Requests still queued never reached the dead daemon: they go to the next one.
+    const unsent = new Set(queued.map((l) => idKey(peek(l))).filter((id) => id !== undefined));
+    let out = '';
     for (const [id, method] of inflight) {
-      if (queuedIds.has(id)) continue;
+      if (unsent.has(id)) continue;
       inflight.delete(id);
       subscribing.delete(id);
       out += jsonLine({
@@ -425,23 +284,22 @@ export function runShim(options: ShimOptions): Promise<number> {
     socket = s;
     daemonPid = pid;
     generation++;
-    s.on('data', onDaemonData(s, new LineBuffer()));
+    s.on('data', onDaemonData(new Lines()));
     s.on('error', () => s.destroy());
     s.once('close', () => onDaemonGone(s));
     s.resume();
     if (initLine !== undefined && initDelivered) {
       // A new daemon knows nothing of this session: initialize it the way the client did.
-      const init = JSON.parse(initLine.toString('utf8')) as Record<string, unknown>;
+      const init = JSON.parse(initLine) as Record<string, unknown>;
       const id = `mcp-reconciler-shim-reattach-${++replays}`;
       replaying = JSON.stringify(id);
       init.id = id;
       s.write(jsonLine(init));
       return;
     }
-    if (initLine !== undefined && queued.some((b) => b.includes(initLine!))) initDelivered = true;
-    for (const bytes of queued) s.write(bytes);
+    if (initLine !== undefined && queued.includes(initLine)) initDelivered = true;
+    if (queued.length > 0) s.write(queued.map((l) => `${l}\n`).join(''));
     queued = [];
-    queuedIds.clear();
   };
 
   const finishWith = (code: number): void => {

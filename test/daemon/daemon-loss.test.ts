@@ -118,7 +118,6 @@ describe('an elicitation in flight when the daemon dies', () => {
   let session: Session | undefined;
 
   afterAll(async () => {
-    if (process.env.DEBUG_SHIM) console.log(session?.stderr());
     await session?.client.close().catch(() => undefined);
     expect(await ws.shutdown(), 'processes left behind').toBe(0);
   });
