@@ -10,6 +10,9 @@
  * b) Added latency per call: one session through the shim and the daemon's
  *    socket against one plain `serve --stdio`, the same `echo` tool called in
  *    interleaved blocks of 100 (1 000 calls each). Target: p50 added ≤ 0.5 ms.
+ *    Beside it, the CPU time per call of the processes on each path (shim and
+ *    daemon; the plain serve), from /proc: on a loaded machine wall-clock
+ *    latency is mostly waiting for a core, CPU time is the work done.
  * c) A new session's first complete `tools/list` with a warm daemon (its 10
  *    servers running for another session): from connecting to the socket to
  *    the list's answer (hello, initialize, tools/list; target ≤ 50 ms), and,
@@ -22,7 +25,7 @@ import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ms, mb, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
-import { markedPids, RUN_MARKER, WORKER_MARKER, rssOf } from './support/proc.js';
+import { cpuTimeMs, markedPids, RUN_MARKER, WORKER_MARKER, rssOf } from './support/proc.js';
 import { FIXTURE, loadSdk, serverNames } from './support/servers.js';
 import { median, ratio } from './support/stats.js';
 import { runAsWorker } from './support/worker.js';
@@ -49,6 +52,8 @@ interface Sample {
   shared: { serverProcesses: number; distinctPids: number; rssBytes: number; processes: number };
   plain: { serverProcesses: number; distinctPids: number; rssBytes: number; processes: number };
   latency: { stdio: { p50: number; p99: number }; shared: { p50: number; p99: number } };
+  /** CPU time per call in µs: the plain serve; the shim and the daemon. */
+  cpuPerCall: { stdio: number; shim: number; daemon: number };
   /** ms, one per new session. */
   firstListSocket: number[];
   firstListSpawn: number[];
@@ -106,9 +111,12 @@ runAsWorker<Params, Sample>(import.meta.url, async (p) => {
   const single = join(p.dir, 'daemon-bench-single.json');
   writeFileSync(single, `${JSON.stringify({ mcpServers: { s01: { command: process.execPath, args: [FIXTURE], env: { TOOLS_VERSION: '1', ...markers() } } } })}\n`);
   const globalArgs = (config: string): string[] => ['--cwd', p.dir, '--user-config', config, '--approvals', approvals];
+  const pidOf = new WeakMap<object, number>();
   const open = async (config: string, shared: boolean): Promise<InstanceType<typeof Client>> => {
     const client = new Client({ name: 'bench-daemon', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, 'serve', '--stdio', ...(shared ? ['--shared'] : []), ...globalArgs(config)], env, stderr: 'ignore' }));
+    const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, 'serve', '--stdio', ...(shared ? ['--shared'] : []), ...globalArgs(config)], env, stderr: 'ignore' });
+    await client.connect(transport);
+    if (transport.pid !== null) pidOf.set(client, transport.pid);
     return client;
   };
   const useAll = async (client: InstanceType<typeof Client>, pids: Set<string>): Promise<void> => {
@@ -146,6 +154,9 @@ runAsWorker<Params, Sample>(import.meta.url, async (p) => {
   const viaShared = await open(single, true);
   const viaStdio = await open(single, false);
   const samples = { shared: [] as number[], stdio: [] as number[] };
+  const daemonPid = ownProcesses().find((p) => cmdline(p).includes('\0daemon'));
+  const cpuPids = { shared: [pidOf.get(viaShared), daemonPid], stdio: [pidOf.get(viaStdio)] };
+  const cpu = { shim: 0, daemon: 0, stdio: 0 };
   const paths = {
     shared: () => viaShared.callTool({ name: 'mcp__s01__echo', arguments: { text: 'ping' } }),
     stdio: () => viaStdio.callTool({ name: 'mcp__s01__echo', arguments: { text: 'ping' } }),
@@ -160,7 +171,16 @@ runAsWorker<Params, Sample>(import.meta.url, async (p) => {
   for (const call of Object.values(paths)) await time(call, WARMUP, []);
   for (let block = 0; block < CALLS / BLOCK; block++) {
     const order = block % 2 === 0 ? (['shared', 'stdio'] as const) : (['stdio', 'shared'] as const);
-    for (const key of order) await time(paths[key], BLOCK, samples[key]);
+    for (const key of order) {
+      const before = cpuPids[key].map((p) => (p === undefined ? 0 : cpuTimeMs(p)));
+      await time(paths[key], BLOCK, samples[key]);
+      const used = cpuPids[key].map((p, i) => (p === undefined ? 0 : cpuTimeMs(p)) - before[i]!);
+      if (key === 'stdio') cpu.stdio += used[0]!;
+      else {
+        cpu.shim += used[0]!;
+        cpu.daemon += used[1]!;
+      }
+    }
   }
   await viaShared.close();
   await viaStdio.close();
@@ -227,6 +247,8 @@ runAsWorker<Params, Sample>(import.meta.url, async (p) => {
     shared,
     plain,
     latency: { shared: { p50: percentile(samples.shared, 50), p99: percentile(samples.shared, 99) }, stdio: { p50: percentile(samples.stdio, 50), p99: percentile(samples.stdio, 99) } },
+    // ms over CALLS calls → µs per call.
+    cpuPerCall: { stdio: (cpu.stdio * 1000) / CALLS, shim: (cpu.shim * 1000) / CALLS, daemon: (cpu.daemon * 1000) / CALLS },
     firstListSocket,
     firstListSpawn,
   };
@@ -245,7 +267,7 @@ export async function daemonBench(ctx: BenchContext, opts: { servers?: number; s
     const s = await ctx.workers.run<Sample>(SCRIPT, { dir: ctx.tmp, servers, sessions } satisfies Params, { execArgv: ctx.execArgv('daemon'), timeoutMs: 600_000 });
     ctx.log(
       `  run ${i + 1}: ${s.shared.serverProcesses} vs ${s.plain.serverProcesses} server processes, RSS ${mb(s.shared.rssBytes)} vs ${mb(s.plain.rssBytes)}; ` +
-        `p50 ${us(s.latency.stdio.p50)} → ${us(s.latency.shared.p50)}; first tools/list ${ms(median(s.firstListSocket))} (socket), ${ms(median(s.firstListSpawn))} (new shim)`,
+        `p50 ${us(s.latency.stdio.p50)} → ${us(s.latency.shared.p50)}, CPU/call ${s.cpuPerCall.stdio.toFixed(0)} µs → ${s.cpuPerCall.shim.toFixed(0)} + ${s.cpuPerCall.daemon.toFixed(0)} µs; first tools/list ${ms(median(s.firstListSocket))} (socket), ${ms(median(s.firstListSpawn))} (new shim)`,
     );
     runs.push(s);
   }
@@ -278,6 +300,14 @@ export async function daemonBench(ctx: BenchContext, opts: { servers?: number; s
       ratio: ratio(med((s) => s.latency.shared.p50), med((s) => s.latency.stdio.p50)),
       target: `added p50 ≤ 0.5 ms (added: ${us(added)})`,
       pass: added <= 0.5,
+    },
+    {
+      section: '8 daemon',
+      figure: `CPU time per tool call: shim + daemon vs serve --stdio (µs, ${CALLS} calls; shim ${med((s) => s.cpuPerCall.shim).toFixed(0)} µs)`,
+      ours: `${med((s) => s.cpuPerCall.shim + s.cpuPerCall.daemon).toFixed(0)} µs`,
+      baseline: `${med((s) => s.cpuPerCall.stdio).toFixed(0)} µs`,
+      ratio: ratio(med((s) => s.cpuPerCall.shim + s.cpuPerCall.daemon), med((s) => s.cpuPerCall.stdio)),
+      target: 'info (added CPU per call)',
     },
     {
       section: '8 daemon',

@@ -1,15 +1,26 @@
 /**
  * The shim behind `serve --stdio --shared`: the MCP client's stdio on one
- * side, a session on the daemon's socket on the other, bytes passed through
- * line by line. It keeps just enough to survive the daemon: the client's
- * `initialize` request and the ids of the client's requests in flight.
+ * side, a session on the daemon's socket on the other, lines passed through
+ * as they came. It keeps just enough to survive the daemon: the client's
+ * `initialize`, the ids of requests in flight both ways, and the client's
+ * resource subscriptions. (Each line is parsed with `JSON.parse` to read its
+ * id and method: measured against reading them from the bytes in
+ * JavaScript, the native parse costs less per call, small or large.)
  *
  * When the daemon goes away (killed, crashed) while the client is still
- * there, every request in flight gets a JSON-RPC error saying so, the shim
- * connects to a fresh daemon (starting one), replays the `initialize` and
- * `notifications/initialized` itself (swallowing the answer), and tells the
- * client its tools and prompts changed, so it lists them again
- * (docs/daemon.md, "Faults").
+ * there, every request of the client in flight gets a JSON-RPC error saying
+ * so, and every request of the daemon the client has not answered
+ * (elicitation, sampling) is cancelled (`notifications/cancelled`; a late
+ * answer is dropped). The shim connects to a fresh daemon (starting one),
+ * replays the `initialize` and `notifications/initialized` itself
+ * (swallowing the answer), subscribes again to the resources the client
+ * subscribed to, and tells the client its tools, prompts and resources
+ * changed, so it lists and reads them again (docs/daemon.md, "Faults").
+ * A new daemon numbers its requests from scratch, so their ids reach the
+ * client prefixed with the daemon's generation: a late answer to the dead
+ * daemon never lands on a new request. (Prefixed from the first daemon on:
+ * the SDK's first request id is 0, and SDK clients ignore a
+ * `notifications/cancelled` for request 0.)
  */
 import type { Socket } from 'node:net';
 import { describeError, McpReconcilerError } from '../errors.js';
@@ -32,6 +43,9 @@ export interface ShimOptions {
 interface Peek {
   id?: unknown;
   method?: unknown;
+  params?: { uri?: unknown };
+  result?: unknown;
+  error?: unknown;
 }
 
 function peek(line: string): Peek | undefined {
@@ -43,6 +57,11 @@ function peek(line: string): Peek | undefined {
   }
 }
 
+/** The key a request is filed under: its id as JSON; undefined for a notification. */
+function idKey(m: Peek | undefined): string | undefined {
+  return m !== undefined && m.id !== undefined && m.id !== null ? JSON.stringify(m.id) : undefined;
+}
+
 /** Splits a byte stream into lines (without their `\n`). */
 class Lines {
   private rest = '';
@@ -52,6 +71,19 @@ class Lines {
     this.rest = lines.pop()!;
     return lines.filter((l) => l.trim() !== '');
   }
+}
+
+/** A request of the daemon to the client the client has not answered. */
+interface DaemonRequest {
+  /** The id the daemon gave it. */
+  daemonId: unknown;
+  method: string;
+  /** Its daemon is gone: it was cancelled, and a late answer is dropped. */
+  stale: boolean;
+}
+
+function jsonLine(message: unknown): string {
+  return `${JSON.stringify(message)}\n`;
 }
 
 function sleep(ms: number): Promise<void> {
@@ -67,6 +99,8 @@ export function runShim(options: ShimOptions): Promise<number> {
   const attempts = options.reattachAttempts ?? 10;
   let socket: Socket | undefined;
   let daemonPid = 0;
+  /** How many daemons this session has had before the current one. */
+  let generation = -1;
   /** The client's initialize request, replayed to a fresh daemon. */
   let initLine: string | undefined;
   /** Whether a daemon has been sent that initialize (only then does a new one need it replayed). */
@@ -78,6 +112,13 @@ export function runShim(options: ShimOptions): Promise<number> {
   /** The id of our replayed initialize while we wait for its answer. */
   let replaying: string | undefined;
   let replays = 0;
+  /** Ids (JSON) of the shim's own requests to the daemon (subscribing again) whose answers the client must not see. */
+  const own = new Set<string>();
+  /** Resources the client subscribed to (the daemon said yes), and subscribes awaiting the answer: id → URI. */
+  const subscriptions = new Set<string>();
+  const subscribing = new Map<string, string>();
+  /** Requests of a daemon to the client, by the id (JSON) the client saw. */
+  const daemonRequests = new Map<string, DaemonRequest>();
   let ending = false;
   let finish!: (code: number) => void;
   const done = new Promise<number>((resolve) => (finish = resolve));
@@ -89,11 +130,25 @@ export function runShim(options: ShimOptions): Promise<number> {
   const fromClient = new Lines();
   const onStdin = (chunk: Buffer | string): void => {
     let out = '';
-    for (const line of fromClient.push(chunk)) {
+    for (let line of fromClient.push(chunk)) {
       const m = peek(line);
-      if (m && typeof m.method === 'string' && m.id !== undefined && m.id !== null) {
-        inflight.set(JSON.stringify(m.id), m.method);
-        if (m.method === 'initialize') initLine = line;
+      const key = idKey(m);
+      if (key !== undefined && typeof m!.method === 'string') {
+        inflight.set(key, m!.method);
+        if (m!.method === 'initialize') initLine = line;
+        const uri = m!.params?.uri;
+        if (typeof uri === 'string' && m!.method === 'resources/subscribe') subscribing.set(key, uri);
+        else if (typeof uri === 'string' && m!.method === 'resources/unsubscribe') subscriptions.delete(uri);
+      } else if (key !== undefined && m!.method === undefined) {
+        // The client's answer to a request of the daemon.
+        const asked = daemonRequests.get(key);
+        if (asked) {
+          daemonRequests.delete(key);
+          // A dead daemon's request: nobody is waiting for the answer.
+          if (asked.stale) continue;
+          // A renumbered one goes back under the daemon's id.
+          line = JSON.stringify({ ...m, id: asked.daemonId });
+        }
       }
       if (socket && replaying === undefined) {
         out += `${line}\n`;
@@ -103,22 +158,57 @@ export function runShim(options: ShimOptions): Promise<number> {
     if (out && socket) socket.write(out);
   };
 
+  /** The replayed initialize was answered: the new daemon's session is as the client left it, but for what it must hear again. */
+  const reattached = (): string => {
+    replaying = undefined;
+    let out = jsonLine({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    for (const uri of subscriptions) {
+      const id = `mcp-reconciler-shim-resubscribe-${++replays}`;
+      own.add(JSON.stringify(id));
+      out += jsonLine({ jsonrpc: '2.0', id, method: 'resources/subscribe', params: { uri } });
+    }
+    socket?.write(`${out}${queued.map((l) => `${l}\n`).join('')}`);
+    queued = [];
+    let tell = jsonLine({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    tell += jsonLine({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
+    tell += jsonLine({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
+    // What changed while nobody watched is unknown: the client reads its subscribed resources again.
+    for (const uri of subscriptions) tell += jsonLine({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
+    log(
+      `reattached to the daemon (pid ${daemonPid}); told the client to list its tools again` +
+        (subscriptions.size > 0 ? ` and subscribed again to ${subscriptions.size} resource(s)` : ''),
+    );
+    return tell;
+  };
+
   const onDaemonData = (lines: Lines) => (chunk: Buffer): void => {
     let out = '';
     for (const line of lines.push(chunk)) {
       const m = peek(line);
-      const isResponse = m !== undefined && m.method === undefined && m.id !== undefined && m.id !== null;
-      if (isResponse && replaying !== undefined && m.id === replaying) {
-        // Our replayed initialize: the client initialized long ago and must not see it.
-        replaying = undefined;
-        socket?.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n${queued.map((l) => `${l}\n`).join('')}`);
-        queued = [];
-        out += `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n`;
-        out += `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' })}\n`;
-        log(`reattached to the daemon (pid ${daemonPid}); told the client to list its tools again`);
+      const key = idKey(m);
+      if (key !== undefined && m!.method === undefined) {
+        if (key === replaying) {
+          // Our replayed initialize: the client initialized long ago and must not see it.
+          out += reattached();
+          continue;
+        }
+        if (own.delete(key)) {
+          if (m!.error !== undefined) log(`subscribing again after the reattach failed: ${line}`);
+          continue;
+        }
+        inflight.delete(key);
+        const uri = subscribing.get(key);
+        if (uri !== undefined) {
+          subscribing.delete(key);
+          if (m!.result !== undefined) subscriptions.add(uri);
+        }
+      } else if (key !== undefined && typeof m!.method === 'string') {
+        // A request of the daemon to the client (elicitation, sampling, roots, ping), renumbered: see above.
+        const seen = `mcp-reconciler-d${generation}:${key}`;
+        daemonRequests.set(JSON.stringify(seen), { daemonId: m!.id, method: m!.method, stale: false });
+        out += `${JSON.stringify({ ...m, id: seen })}\n`;
         continue;
       }
-      if (isResponse) inflight.delete(JSON.stringify(m.id));
       out += `${line}\n`;
     }
     toClient(out);
@@ -130,12 +220,13 @@ export function runShim(options: ShimOptions): Promise<number> {
     if (ending) return;
     const pid = daemonPid;
     // Requests still queued never reached the dead daemon: they go to the next one.
-    const unsent = new Set(queued.map((l) => peek(l)?.id).filter((id) => id !== undefined && id !== null).map((id) => JSON.stringify(id)));
+    const unsent = new Set(queued.map((l) => idKey(peek(l))).filter((id) => id !== undefined));
     let out = '';
     for (const [id, method] of inflight) {
       if (unsent.has(id)) continue;
       inflight.delete(id);
-      out += `${JSON.stringify({
+      subscribing.delete(id);
+      out += jsonLine({
         jsonrpc: '2.0',
         id: JSON.parse(id) as unknown,
         error: {
@@ -144,8 +235,21 @@ export function runShim(options: ShimOptions): Promise<number> {
             `the mcp-reconciler daemon (pid ${pid}) ended while this ${method} request was in flight (it was killed or crashed); ` +
             'the request may or may not have reached its server. The session is reattaching to a new daemon: send it again.',
         },
-      })}\n`;
+      });
     }
+    for (const [id, asked] of daemonRequests) {
+      if (asked.stale) continue;
+      asked.stale = true;
+      out += jsonLine({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: {
+          requestId: JSON.parse(id) as unknown,
+          reason: `the mcp-reconciler daemon (pid ${pid}) that sent this ${asked.method} request ended (it was killed or crashed); the call that asked has failed and can be sent again`,
+        },
+      });
+    }
+    own.clear();
     replaying = undefined;
     toClient(out);
     log(`the daemon (pid ${pid}) went away; reattaching`);
@@ -179,7 +283,7 @@ export function runShim(options: ShimOptions): Promise<number> {
   const wire = (s: Socket, pid: number): void => {
     socket = s;
     daemonPid = pid;
-    s.setNoDelay?.(true);
+    generation++;
     s.on('data', onDaemonData(new Lines()));
     s.on('error', () => s.destroy());
     s.once('close', () => onDaemonGone(s));
@@ -187,9 +291,10 @@ export function runShim(options: ShimOptions): Promise<number> {
     if (initLine !== undefined && initDelivered) {
       // A new daemon knows nothing of this session: initialize it the way the client did.
       const init = JSON.parse(initLine) as Record<string, unknown>;
-      replaying = `mcp-reconciler-shim-reattach-${++replays}`;
-      init.id = replaying;
-      s.write(`${JSON.stringify(init)}\n`);
+      const id = `mcp-reconciler-shim-reattach-${++replays}`;
+      replaying = JSON.stringify(id);
+      init.id = id;
+      s.write(jsonLine(init));
       return;
     }
     if (initLine !== undefined && queued.includes(initLine)) initDelivered = true;
