@@ -170,7 +170,8 @@ export async function startCrashWorker(
     ...(opts.healthyMs === undefined ? {} : { healthyMs: opts.healthyMs }),
     ...(opts.upBeforeKillMs === undefined ? {} : { upBeforeKillMs: opts.upBeforeKillMs }),
   };
-  const worker = ctx.workers.start<CrashSample>(SCRIPT, params, { execArgv: ctx.execArgv('crash'), timeoutMs: 600_000 });
+  // The healthy-run worker idles while every other measurement runs (15+ minutes on a slow machine).
+  const worker = ctx.workers.start<CrashSample>(SCRIPT, params, { execArgv: ctx.execArgv('crash'), timeoutMs: 3_600_000 });
   await Promise.race([worker.receive('ready'), worker.result]);
   const waitMs = opts.upBeforeKillMs ?? opts.healthyMs ?? DEFAULT_HEALTHY_MS;
   ctx.log(`5. crash recovery: ${opts.servers} servers connected; waiting for them to be up ≥ ${waitMs / 1000} s`);
