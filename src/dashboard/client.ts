@@ -1,3 +1,5 @@
+import { DOM_BUILDER_JS } from './dom-builder.js';
+
 /**
  * The dashboard page's script, inlined by page.ts. Plain ES2020 for the
  * browser, no framework. It builds DOM nodes with textContent only (server
@@ -15,17 +17,7 @@ export const CLIENT_JS = String.raw`
   var feedList = document.getElementById('feed');
   var FEED_MAX = 200;
 
-  function h(tag, attrs, children) {
-    var el = document.createElement(tag);
-    if (attrs) for (var k in attrs) {
-      if (k === 'text') el.textContent = attrs[k];
-      else if (k === 'className') el.className = attrs[k];
-      else if (attrs[k] !== undefined && attrs[k] !== null) el.setAttribute(k, attrs[k]);
-    }
-    (children || []).forEach(function (c) { if (c) el.appendChild(c); });
-    return el;
-  }
-
+${DOM_BUILDER_JS}
   function cloneChart() {
     var svg = template.content.firstElementChild.cloneNode(true);
     // ids must stay unique in the page: the chart's state ids become data-state.

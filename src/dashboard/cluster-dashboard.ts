@@ -4,6 +4,7 @@
  * their sessions in all and per principal, kept live. Replicas announce
  * themselves into Redis, so the page is a polled one (polled.ts).
  */
+import { DOM_BUILDER_JS } from './dom-builder.js';
 import type { Dashboard } from './http.js';
 import { startPolledDashboard, type PolledDashboardOptions } from './polled.js';
 import { DASHBOARD_CSS, TABLE_PAGE_CSS } from './styles.js';
@@ -31,16 +32,7 @@ const CLUSTER_CLIENT_JS = String.raw`
 (function () {
   'use strict';
   var token = new URLSearchParams(location.search).get('token') || '';
-  function h(tag, attrs, children) {
-    var el = document.createElement(tag);
-    if (attrs) for (var k in attrs) {
-      if (k === 'text') el.textContent = attrs[k];
-      else if (k === 'className') el.className = attrs[k];
-      else if (attrs[k] !== undefined && attrs[k] !== null) el.setAttribute(k, attrs[k]);
-    }
-    (children || []).forEach(function (c) { if (c) el.appendChild(typeof c === 'string' ? document.createTextNode(c) : c); });
-    return el;
-  }
+${DOM_BUILDER_JS}
   function ago(iso) {
     var s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
     return s < 60 ? s + ' s ago' : s < 3600 ? Math.round(s / 60) + ' min ago' : Math.round(s / 3600) + ' h ago';

@@ -1,3 +1,5 @@
+import { DOM_BUILDER_JS } from './dom-builder.js';
+
 /**
  * The daemon page's script, inlined by daemon-dashboard.ts: plain ES2020, DOM
  * built with textContent only (roots, client names and errors never become
@@ -9,17 +11,7 @@ export const DAEMON_CLIENT_JS = String.raw`
   'use strict';
   var token = new URLSearchParams(location.search).get('token') || '';
 
-  function h(tag, attrs, children) {
-    var el = document.createElement(tag);
-    if (attrs) for (var k in attrs) {
-      if (k === 'text') el.textContent = attrs[k];
-      else if (k === 'className') el.className = attrs[k];
-      else if (attrs[k] !== undefined && attrs[k] !== null) el.setAttribute(k, attrs[k]);
-    }
-    (children || []).forEach(function (c) { if (c) el.appendChild(typeof c === 'string' ? document.createTextNode(c) : c); });
-    return el;
-  }
-
+${DOM_BUILDER_JS}
   function short(id) { return String(id).slice(0, 8); }
 
   // A word for a POSIX shell: as is when plain, else single-quoted.
