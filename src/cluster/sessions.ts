@@ -132,12 +132,45 @@ export class SessionRouter {
       notFound(`Session not found: replica ${owner}, which held it, is gone; initialize a new session`);
       return 'owner-gone';
     }
-    return this.pipe(owner, id, new URL(url), req, res, notFound);
+    return this.pipe(owner, new URL(url), req, res, (why) => {
+      this.options.log(`session ${id}: ${why}; the client is told to initialize a new session`);
+      notFound(`Session not found: replica ${owner}, which held it, does not answer; initialize a new session`);
+    });
   }
 
-  private pipe(owner: string, id: string, target: URL, req: IncomingMessage, res: ServerResponse, notFound: (message: string) => void): Promise<ForwardOutcome> {
+  /**
+   * A 2026-07-28 retry whose `requestState` another replica minted: the
+   * call it continues is waiting there (input-required rounds live in the
+   * process that runs the call), so the request, whose body was already
+   * read, is sent on to it. Resolves `false` when the state is this
+   * replica's, not this cluster's, already forwarded once, or its replica is
+   * gone: this replica answers it then (an unknown `requestState`, which
+   * tells the client to call again without it).
+   */
+  async forwardRetry(state: string, body: unknown, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const owner = this.ownerOf(state);
+    if (owner === undefined || owner === this.options.replicaId || headerValue(req.headers, FORWARDED_HEADER) !== undefined) return false;
+    let url: string | undefined;
+    try {
+      url = await this.ownerUrl(owner);
+    } catch (err) {
+      this.options.log(`forwarding an input-required retry: the address of replica ${owner} cannot be read from Redis: ${describeError(err)}`);
+    }
+    if (url === undefined) return false;
+    const what = `an input-required retry for replica ${owner}`;
+    const outcome = await this.pipe(owner, new URL(url), req, res, (why) => this.options.log(`${what}: ${why}; answered here as an unknown requestState`), Buffer.from(JSON.stringify(body)));
+    return outcome === 'forwarded';
+  }
+
+  /**
+   * Send `req` on to `owner` at `target` and its answer back; `body` when the
+   * request's body was read already. `fail` hears why when the owner does
+   * not answer (nothing was sent to `res` then).
+   */
+  private pipe(owner: string, target: URL, req: IncomingMessage, res: ServerResponse, fail: (why: string) => void, body?: Buffer): Promise<ForwardOutcome> {
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
+    if (body) headers['content-length'] = String(body.length);
     headers.host = target.host;
     headers[FORWARDED_HEADER] = this.options.replicaId;
     const search = new URL(req.url ?? '/', 'http://x').search;
@@ -170,15 +203,15 @@ export class SessionRouter {
       up.on('error', (err) => {
         if (answered) return void res.destroy();
         this.owners.delete(owner);
-        this.options.log(`session ${id}: replica ${owner} at ${target.origin} does not answer (${describeError(err)}); the client is told to initialize a new session`);
-        notFound(`Session not found: replica ${owner}, which held it, does not answer; initialize a new session`);
+        fail(`replica ${owner} at ${target.origin} does not answer (${describeError(err)})`);
         resolve('owner-gone');
       });
       // The client left (closed its SSE stream, cancelled): close the hop to the owner too.
       res.once('close', () => {
         if (!res.writableFinished) up.destroy();
       });
-      req.pipe(up);
+      if (body) up.end(body);
+      else req.pipe(up);
     });
   }
 

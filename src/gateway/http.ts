@@ -93,8 +93,24 @@ export interface HttpGatewayOptions {
    * initialize again. Default: that 404.
    */
   unknownSession?: (id: string, req: IncomingMessage, res: ServerResponse, notFound: (message: string) => void) => Promise<unknown>;
+  /** Makes each `requestState` of the 2026-07-28 lane's input-required rounds (default a random UUID); a cluster's names its replica. */
+  requestStateGenerator?: () => string;
+  /**
+   * Offered each 2026-07-28 request that carries a `requestState`, after it
+   * was authenticated (its body already read): a cluster forwards a retry
+   * whose round another replica holds to that replica. Resolves `true` when
+   * it answered; `false` leaves the request to this gateway.
+   */
+  foreignRequestState?: (state: string, body: unknown, req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
   /** Told about each session that opens or closes (for the CLI's log). */
   onSession?: (event: { type: 'open' | 'close'; id: string; scope: SessionScope; reason?: SessionCloseReason }) => void;
+}
+
+/** The `requestState` a 2026-07-28 retry carries (`params.requestState`), if any. */
+function requestStateOf(body: unknown): string | undefined {
+  const params = (body as { params?: unknown } | null)?.params;
+  const state = params && typeof params === 'object' ? (params as { requestState?: unknown }).requestState : undefined;
+  return typeof state === 'string' ? state : undefined;
 }
 
 /** Who a request comes from, per {@link HttpGatewayOptions.authenticate}. */
@@ -297,6 +313,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
       const lane = createModernHttpLane(pool, {
         scope,
         ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
+        ...(options.requestStateGenerator ? { requestStateGenerator: options.requestStateGenerator } : {}),
       });
       l = { id: `stateless:${key}`, lane, node: toNodeHandler(lane.handler, { maxRequestBodySize: maxBodyBytes }), scope, open: 0, expiry: undefined };
       lanes.set(key, l);
@@ -447,6 +464,8 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
       );
     }
     // The 2026-07-28 lane; a malformed envelope is the SDK's to answer (with its precise error).
+    const state = requestStateOf(body);
+    if (state !== undefined && options.foreignRequestState && (await options.foreignRequestState(state, body, req, res))) return;
     let scope: SessionScope;
     try {
       scope = scopeFromRequest(url, req.headers);

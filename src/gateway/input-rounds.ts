@@ -81,8 +81,14 @@ export class InputRounds {
   private readonly byState = new Map<string, Flow>();
   private closed = false;
 
-  /** @param waitMs how long a flow waits for the client's next round before it is cancelled (the call timeout). */
-  constructor(private readonly waitMs: number) {}
+  /**
+   * @param waitMs how long a flow waits for the client's next round before it is cancelled (the call timeout).
+   * @param mintState makes each round's `requestState`: unguessable; a cluster's names the replica that holds the flow, so a retry landing elsewhere reaches it (docs/cluster-sessions.md).
+   */
+  constructor(
+    private readonly waitMs: number,
+    private readonly mintState: () => string = randomUUID,
+  ) {}
 
   /**
    * Answer one round of a `tools/call`: a first call starts `call` (given the
@@ -177,7 +183,7 @@ export class InputRounds {
   }
 
   private ask(flow: Flow): InputRequiredResult {
-    const state = randomUUID();
+    const state = this.mintState();
     flow.state = state;
     this.byState.set(state, flow);
     flow.expiry = setTimeout(() => this.abandon(flow), this.waitMs);

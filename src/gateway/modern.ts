@@ -74,6 +74,8 @@ export interface ModernLaneOptions {
   /** `http` or `stdio`, for status and logs. */
   transport: string;
   callTimeoutMs?: number;
+  /** Makes each input-required round's `requestState` (default a random UUID). */
+  requestStateGenerator?: () => string;
   /** Where list changes go: the HTTP handler's listen bus, or the stdio connection's instance. */
   notifier: () => ModernNotifier | undefined;
   /** Problems worth a log line (a resource subscription a managed server refused). */
@@ -112,7 +114,7 @@ export function createModernLane(pool: GatewayPool, options: ModernLaneOptions):
     dirty[what] = true;
     flushing ??= setImmediate(flush);
   };
-  const rounds = new InputRounds(options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
+  const rounds = new InputRounds(options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, options.requestStateGenerator);
   // The 2026-07-28 revision has no server-to-client requests: a managed server's question during a
   // call goes back to that call's client as an input-required result (the pool names the call).
   const flowOf = (o: ForwardOptions): string | undefined => (typeof o.relatedRequestId === 'string' ? o.relatedRequestId : undefined);

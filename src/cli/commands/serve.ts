@@ -321,6 +321,9 @@ async function run(ctx: CliContext): Promise<number> {
                     // Signed ids naming this replica; another replica's session is forwarded to it (docs/cluster-sessions.md).
                     sessionIdGenerator: () => cluster.sessions!.mint(),
                     unknownSession: (id, req, res, notFound) => cluster.sessions!.forward(id, req, res, notFound),
+                    // Input-required rounds live where the call runs: a retry landing elsewhere is sent there.
+                    requestStateGenerator: () => cluster.sessions!.mint(),
+                    foreignRequestState: (state, body, req, res) => cluster.sessions!.forwardRetry(state, body, req, res),
                   }
                 : {}),
             }
