@@ -10,6 +10,7 @@ import { RedisApprovalStore } from './approvals.js';
 import { RedisListings } from './listings.js';
 import { RedisTokenStore } from './credentials.js';
 import { ReplicaAnnouncer, newReplicaId } from './replicas.js';
+import { announcementKey } from './announcements.js';
 import { SessionRouter } from './sessions.js';
 import { DEFAULT_LEASE_MS, Singletons } from './singletons.js';
 import type { GatewayPool } from '../gateway/pool.js';
@@ -53,6 +54,10 @@ export class Cluster {
   readonly sessions: SessionRouter | undefined;
   /** The singleton servers' leases, and where their calls go. */
   readonly singletons: Singletons;
+  /** Signs this replica's announcement and checks the others' (with the cluster secret). */
+  private readonly announcementKey: Buffer | undefined;
+  /** Announcements already reported as untrusted: one log line per replica and reason. */
+  private readonly untrustedSeen = new Set<string>();
   private controller: McpController | undefined;
   private subscriber: Redis | undefined;
   private announcer: ReplicaAnnouncer | undefined;
@@ -66,9 +71,19 @@ export class Cluster {
   ) {
     this.approvals = new RedisApprovalStore({ redis, keys, target: options.target });
     this.listings = new RedisListings(redis, keys);
-    this.singletons = new Singletons({ redis, keys, replica: this.replicaId, ttlMs: options.leaseMs ?? DEFAULT_LEASE_MS, log: options.log });
+    this.announcementKey = options.secret ? announcementKey(options.secret) : undefined;
+    const untrusted = (replica: string, why: string): void => this.untrusted(replica, why);
+    this.singletons = new Singletons({
+      redis,
+      keys,
+      replica: this.replicaId,
+      ttlMs: options.leaseMs ?? DEFAULT_LEASE_MS,
+      log: options.log,
+      ...(this.announcementKey ? { announcementKey: this.announcementKey } : {}),
+      untrusted,
+    });
     this.tokens = options.secret ? new RedisTokenStore({ redis, keys, secret: options.secret, principal: 'gateway' }) : undefined;
-    this.sessions = options.secret ? new SessionRouter({ redis, keys, secret: options.secret, replicaId: this.replicaId, log: options.log }) : undefined;
+    this.sessions = options.secret ? new SessionRouter({ redis, keys, secret: options.secret, replicaId: this.replicaId, log: options.log, untrusted }) : undefined;
   }
 
   /** Connect to Redis; rejects with a `connect_failed` error when it does not answer. */
@@ -117,8 +132,21 @@ export class Cluster {
 
   /** Announce this replica (for `status --cluster`) with what `describe` says, until {@link close}. */
   announce(describe: () => { url: string; reachUrl?: string; sessions: number; principals: Record<string, number> }): void {
-    this.announcer = new ReplicaAnnouncer(this.redis, this.keys, () => ({ ...describe(), leases: this.singletons.views() }), this.replicaId);
+    this.announcer = new ReplicaAnnouncer(this.redis, this.keys, () => ({ ...describe(), leases: this.singletons.views() }), this.replicaId, this.announcementKey);
     this.announcer.start();
+    if (!this.announcementKey) {
+      this.options.log(
+        'cluster: replica announcements are unsigned ($MCP_RECONCILER_CLUSTER_SECRET is not set): whoever can write to this Redis can point forwarded singleton calls, and the callers\' bearer tokens, at another address; set the secret on every replica to sign them',
+      );
+    }
+  }
+
+  /** An announcement that is not signed with the cluster secret was read: nothing goes there; say so once per replica and reason. */
+  private untrusted(replica: string, why: string): void {
+    const seen = `${replica}\n${why}`;
+    if (this.untrustedSeen.has(seen)) return;
+    this.untrustedSeen.add(seen);
+    this.options.log(`ignoring replica ${replica}'s announcement in Redis: ${why} (forged, or that replica runs without $MCP_RECONCILER_CLUSTER_SECRET or with another one); no request is forwarded to it`);
   }
 
   /** A session opened or closed here: announce the new count now. */

@@ -7,7 +7,8 @@ export { RedisApprovalStore, type RedisApprovalStoreOptions } from './approvals.
 export { connectRedis, redisOptions, workspaceKeys, checkWorkspaceId, type Redis, type WorkspaceKeys } from './redis.js';
 export { PrincipalAuth, serversOfScopes, ALL_SERVERS_SCOPE, SERVER_SCOPE_PREFIX, type PrincipalAuthOptions } from './principals.js';
 export { RedisTokenStore, seal, unseal, sealingKey, type RedisTokenStoreOptions } from './credentials.js';
-export { ReplicaAnnouncer, liveReplicas, newReplicaId, HEARTBEAT_MS, type ReplicaInfo } from './replicas.js';
+export { ReplicaAnnouncer, liveReplicas, replicaAddress, newReplicaId, HEARTBEAT_MS, type ReplicaInfo } from './replicas.js';
+export { announcementKey, announcementText, readAnnouncement, type AnnouncementTrust } from './announcements.js';
 export { SessionRouter, sessionKey, FORWARDED_HEADER, type SessionRouterOptions, type ForwardOutcome } from './sessions.js';
 export { ServerLease, listLeases, parseHolder, type LeaseHolder, type AcquireResult } from './lease.js';
 export { Singletons, DEFAULT_LEASE_MS, type SingletonsOptions } from './singletons.js';

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { LeaseView } from '../../machines/lease.machine.js';
+import { announcementText, readAnnouncement, type AnnouncementTrust } from './announcements.js';
 import type { Redis, WorkspaceKeys } from './redis.js';
 
 /** How often a replica announces itself, and how long an announcement lives. */
@@ -32,6 +33,11 @@ export interface ReplicaInfo {
   startedAt: string;
   /** When it last announced itself (ISO). */
   at: string;
+  /**
+   * Set by the reader, not announced: whether the announcement is signed
+   * with the cluster secret (`unchecked` when the reader has no secret).
+   */
+  announcement?: AnnouncementTrust;
 }
 
 /** A fresh replica id: 12 hex digits. */
@@ -50,6 +56,8 @@ export class ReplicaAnnouncer {
     private readonly describe: () => { url: string; reachUrl?: string; sessions: number; principals: Record<string, number>; leases?: Record<string, LeaseView> },
     /** This replica's id (the session ids it mints and its singleton leases name it). */
     readonly id: string = newReplicaId(),
+    /** Signs the announcement (the cluster secret's announcement key); without it the announcement is unsigned. */
+    private readonly key?: Buffer,
   ) {}
 
   /** Announce now and every {@link HEARTBEAT_MS}; a Redis outage only skips beats. */
@@ -67,7 +75,8 @@ export class ReplicaAnnouncer {
 
   private async announce(): Promise<void> {
     const info: ReplicaInfo = { id: this.id, host: hostname(), pid: process.pid, startedAt: this.startedAt, at: new Date().toISOString(), ...this.describe() };
-    await this.redis.set(this.keys.replica(this.id), JSON.stringify(info), { PX: TTL_MS });
+    const key = this.keys.replica(this.id);
+    await this.redis.set(key, announcementText(info, key, this.key), { PX: TTL_MS });
     await this.redis.sAdd(this.keys.replicas, this.id);
   }
 
@@ -80,21 +89,41 @@ export class ReplicaAnnouncer {
   }
 }
 
-/** The live replicas of a workspace; ids whose announcement expired are removed from the list. */
-export async function liveReplicas(redis: Redis, keys: WorkspaceKeys): Promise<ReplicaInfo[]> {
+/**
+ * The live replicas of a workspace; ids whose announcement expired are
+ * removed from the list. With `key` (the cluster secret's announcement key)
+ * each says whether its announcement is signed with it.
+ */
+export async function liveReplicas(redis: Redis, keys: WorkspaceKeys, key?: Buffer): Promise<ReplicaInfo[]> {
   const ids = await redis.sMembers(keys.replicas);
   if (ids.length === 0) return [];
   const values = await redis.mGet(ids.map((id) => keys.replica(id)));
   const out: ReplicaInfo[] = [];
   const gone: string[] = [];
   values.forEach((v, i) => {
-    if (typeof v !== 'string') return void gone.push(ids[i]!);
-    try {
-      out.push(JSON.parse(v) as ReplicaInfo);
-    } catch {
-      gone.push(ids[i]!);
-    }
+    const read = typeof v === 'string' ? readAnnouncement<ReplicaInfo>(v, keys.replica(ids[i]!), key) : undefined;
+    if (!read) return void gone.push(ids[i]!);
+    out.push({ ...read.info, announcement: read.trust });
   });
   if (gone.length > 0) await redis.sRem(keys.replicas, gone);
   return out.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+}
+
+/**
+ * Where replica `id` is reached (its announced `reachUrl`, else its `url`):
+ * one GET. `undefined` when it has no announcement (gone), or, with `key`,
+ * when its announcement is not signed with the cluster secret: then
+ * `untrusted` hears why, and nothing is forwarded there.
+ */
+export async function replicaAddress(redis: Redis, keys: WorkspaceKeys, id: string, key: Buffer | undefined, untrusted: (why: string) => void): Promise<string | undefined> {
+  const raw = await redis.get(keys.replica(id));
+  if (typeof raw !== 'string') return undefined;
+  const read = readAnnouncement<ReplicaInfo>(raw, keys.replica(id), key);
+  if (!read) return undefined;
+  if (key && read.trust !== 'verified') {
+    untrusted(read.trust === 'unsigned' ? 'it is not signed' : 'its signature does not match the cluster secret');
+    return undefined;
+  }
+  const url = read.info.reachUrl ?? read.info.url;
+  return typeof url === 'string' ? url : undefined;
 }

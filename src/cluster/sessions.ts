@@ -15,7 +15,8 @@ import { Agent, request, type IncomingHttpHeaders, type IncomingMessage, type Se
 import { describeError } from '../errors.js';
 import { sealingKey } from './credentials.js';
 import type { Redis, WorkspaceKeys } from './redis.js';
-import { HEARTBEAT_MS, type ReplicaInfo } from './replicas.js';
+import { HEARTBEAT_MS, replicaAddress } from './replicas.js';
+import { announcementKey } from './announcements.js';
 
 /** Set on a forwarded request: the owner answers it itself, never forwards it again. */
 export const FORWARDED_HEADER = 'mcp-reconciler-forwarded-by';
@@ -42,6 +43,8 @@ export interface SessionRouterOptions {
   replicaId: string;
   /** Where forwarding problems are told. */
   log: (line: string) => void;
+  /** Told about an announcement that is not signed with the cluster secret (default: a line to `log`). */
+  untrusted?: (replica: string, why: string) => void;
 }
 
 /** What {@link SessionRouter.forward} did, for tests and the log. */
@@ -55,6 +58,8 @@ function headerValue(headers: IncomingHttpHeaders, name: string): string | undef
 /** Mints this replica's session ids and forwards requests for other replicas' sessions. */
 export class SessionRouter {
   private readonly key: Buffer;
+  /** Checks the owners' announcements: only a signed one is forwarded to. */
+  private readonly announcements: Buffer;
   /** Owners' URLs as last announced: one Redis read per owner per heartbeat, not per call. */
   private readonly owners = new Map<string, { url: string; until: number }>();
   /** Kept-alive connections to the other replicas. */
@@ -62,6 +67,7 @@ export class SessionRouter {
 
   constructor(private readonly options: SessionRouterOptions) {
     this.key = sessionKey(options.secret);
+    this.announcements = announcementKey(options.secret);
     if (!/^[0-9a-f]+$/.test(options.replicaId)) throw new Error(`replica id ${options.replicaId} is not hex`);
   }
 
@@ -84,20 +90,14 @@ export class SessionRouter {
     return expected.length === given.length && timingSafeEqual(expected, given) ? m[1] : undefined;
   }
 
-  /** Where `owner` can be reached, from its announcement; `undefined` when it has none (gone). */
+  /** Where `owner` can be reached, from its announcement (signed with the cluster secret); `undefined` when it has none (gone) or a forged one. */
   private async ownerUrl(owner: string): Promise<string | undefined> {
     const cached = this.owners.get(owner);
     if (cached && cached.until > Date.now()) return cached.url;
-    const raw = await this.options.redis.get(this.options.keys.replica(owner));
-    if (typeof raw !== 'string') return undefined;
-    let info: Partial<ReplicaInfo>;
-    try {
-      info = JSON.parse(raw) as Partial<ReplicaInfo>;
-    } catch {
-      return undefined;
-    }
-    const url = info.reachUrl ?? info.url;
-    if (typeof url !== 'string') return undefined;
+    const url = await replicaAddress(this.options.redis, this.options.keys, owner, this.announcements, (why) =>
+      this.options.untrusted ? this.options.untrusted(owner, why) : this.options.log(`ignoring replica ${owner}'s announcement in Redis: ${why}; its sessions are not forwarded to it`),
+    );
+    if (url === undefined) return undefined;
     this.owners.set(owner, { url, until: Date.now() + HEARTBEAT_MS });
     return url;
   }

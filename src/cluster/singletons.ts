@@ -15,15 +15,15 @@
  */
 import { createActor, type ActorRefFrom } from 'xstate';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode as McpErrorCode, McpError, type CallToolResult, type GetPromptResult, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { leaseMachine, leaseViewOf, type LeaseView } from '../../machines/lease.machine.js';
 import type { McpController } from '../controller/controller.js';
-import type { PlacedCall, ServerPlacement } from '../gateway/pool.js';
+import type { PlacedCall, PlacedPrompt, PlacedRead, PlacedRequest, ServerPlacement } from '../gateway/pool.js';
 import { FORWARDED_BY_HEADER } from '../gateway/session-core.js';
 import { describeError } from '../errors.js';
 import { ServerLease, type LeaseHolder } from './lease.js';
-import { liveReplicas } from './replicas.js';
+import { replicaAddress } from './replicas.js';
 import type { Redis, WorkspaceKeys } from './redis.js';
 
 /** Default lease time; `MCP_RECONCILER_LEASE_MS` changes it (the same on every replica). */
@@ -41,6 +41,24 @@ export interface SingletonsOptions {
   replica: string;
   ttlMs: number;
   log: (line: string) => void;
+  /** The cluster secret's announcement key: only announcements signed with it are forwarded to. */
+  announcementKey?: Buffer;
+  /** Told about an announcement that is not signed with the cluster secret. */
+  untrusted?: (replica: string, why: string) => void;
+}
+
+/** How long a session to a holder stays open without forwarded requests. */
+const LINK_IDLE_MS = 60_000;
+/** At most this many sessions to holders at once (one per holder, server and caller); the least recently used goes first. */
+const MAX_LINKS = 64;
+
+/** A session to a holder, reused by the forwarded requests of one caller for one server. */
+interface Link {
+  client: Client;
+  transport: StreamableHTTPClientTransport;
+  /** Settles once `initialize` is done. */
+  ready: Promise<void>;
+  idle: NodeJS.Timeout | undefined;
 }
 
 /** What one singleton's lease is, here. */
@@ -56,6 +74,19 @@ interface Entry {
 }
 
 const textResult = (text: string, meta?: Record<string, unknown>): CallToolResult => ({ content: [{ type: 'text', text }], isError: true, ...(meta ? { _meta: meta } : {}) });
+
+/** A prompt's or a resource's refusal: a JSON-RPC error, flagged when it is a replica that does not hold the lease. */
+const refuse = (text: string, notHolder: boolean): never => {
+  throw new McpError(McpErrorCode.InvalidParams, text, notHolder ? { [NOT_HOLDER_META]: true } : undefined);
+};
+
+/** Whether an answer (a tool result) or an error (of a prompt or resource) is a non-holder's refusal: route again. */
+function isNotHolder(answer: unknown): boolean {
+  if (answer instanceof McpError) return isPlainRecord(answer.data) && answer.data[NOT_HOLDER_META] === true;
+  return isPlainRecord(answer) && isPlainRecord(answer._meta) && answer._meta[NOT_HOLDER_META] === true;
+}
+
+const isPlainRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The singleton servers of one replica; see the module comment. */
 export class Singletons implements ServerPlacement {
@@ -167,7 +198,9 @@ export class Singletons implements ServerPlacement {
   private async elsewhere(server: string, e: Entry, holder: LeaseHolder | undefined): Promise<void> {
     if (!holder) return void e.actor.send({ type: 'FREE' });
     const before = leaseViewOf(e.actor.getSnapshot());
-    const url = (await liveReplicas(this.options.redis, this.options.keys).catch(() => [])).find((r) => r.id === holder.replica)?.url;
+    // Its signed announcement's address (where other replicas reach it), or none: then nothing is forwarded.
+    const untrusted = (why: string): void => this.options.untrusted?.(holder.replica, why);
+    const url = await replicaAddress(this.options.redis, this.options.keys, holder.replica, this.options.announcementKey, untrusted).catch(() => undefined);
     e.actor.send({ type: 'HELD_ELSEWHERE', replica: holder.replica, token: holder.token, ...(url ? { url } : {}) });
     // Listed nowhere here yet (this replica admitted it before any replica had listed it): re-read, the second level has it by now.
     const row = this.controller?.status().find((r) => r.name === server);
@@ -215,56 +248,143 @@ export class Singletons implements ServerPlacement {
    * meanwhile (the caller calls here). A call that was itself forwarded is
    * never forwarded again.
    */
-  async call(server: string, call: PlacedCall): Promise<CallToolResult | undefined> {
+  call(server: string, call: PlacedCall): Promise<CallToolResult | undefined> {
+    return this.place(server, call, `Tool ${call.name}`, (client, options) =>
+      client.callTool({ name: call.name, arguments: call.arguments ?? {} }, undefined, {
+        ...options,
+        ...(call.progress ? { onprogress: call.progress, resetTimeoutOnProgress: true } : {}),
+      }) as Promise<CallToolResult>,
+      // A tool's refusal is a result the model reads.
+      (text, notHolder) => textResult(text, notHolder ? { [NOT_HOLDER_META]: true } : undefined),
+    );
+  }
+
+  /** {@link ServerPlacement.getPrompt}: like {@link call}, for `prompts/get` (a refusal is a JSON-RPC error). */
+  getPrompt(server: string, request: PlacedPrompt): Promise<GetPromptResult | undefined> {
+    return this.place(server, request, `Prompt ${request.name}`, (client, options) => client.getPrompt({ name: request.name, ...(request.arguments ? { arguments: request.arguments } : {}) }, options), refuse);
+  }
+
+  /** {@link ServerPlacement.readResource}: like {@link call}, for `resources/read` (a refusal is a JSON-RPC error). */
+  readResource(server: string, request: PlacedRead): Promise<ReadResourceResult | undefined> {
+    return this.place(server, request, `Resource ${request.uri}`, (client, options) => client.readResource({ uri: request.uri }, options), refuse);
+  }
+
+  /**
+   * Send one request of `server` to the holder, as the calling principal,
+   * on a session to the holder that the caller's later requests reuse.
+   * The holder as this replica last saw it (refreshed every third of the
+   * lease time while a session here needs the server) is tried first, so a
+   * forwarded request costs no Redis command; a refusal or a holder that
+   * does not answer makes it look again.
+   */
+  private async place<T>(
+    server: string,
+    request: PlacedRequest,
+    label: string,
+    send: (client: Client, options: { signal: AbortSignal; timeout: number }) => Promise<T>,
+    refusal: (text: string, notHolder: boolean) => T,
+  ): Promise<T | undefined> {
     const deadline = Date.now() + 2 * this.options.ttlMs + 30_000;
     let refused = '';
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
       if (this.local(server)) return undefined;
-      if (call.forwardedBy !== undefined) {
+      if (request.forwardedBy !== undefined) {
         const v = this.view(server);
-        return textResult(`Tool ${call.name} is not served by this replica: ${v && 'reason' in v ? v.reason : 'it does not hold the singleton lease'}. Try the call again.`, { [NOT_HOLDER_META]: true });
+        return refusal(`${label} is not served by this replica: ${v && 'reason' in v ? v.reason : 'it does not hold the singleton lease'}. Try again.`, true);
       }
-      await this.settle(server);
-      if (this.local(server)) return undefined;
-      const v = this.view(server)!;
+      let v = this.view(server)!;
+      if (attempt > 0 || v.placement !== 'remote' || !v.url) {
+        await this.settle(server);
+        if (this.local(server)) return undefined;
+        v = this.view(server)!;
+      }
       if (v.placement === 'remote' && v.url) {
         try {
-          const result = await this.forward(v.url, server, call);
-          if (!(result._meta && result._meta[NOT_HOLDER_META] === true)) return result;
+          const answer = await this.forward(v.url, server, request, send);
+          if (!isNotHolder(answer)) return answer;
           refused = 'the replica it was sent to no longer holds the lease';
         } catch (err) {
-          if (call.signal.aborted) throw err;
-          refused = `replica ${v.replica} at ${v.url} did not answer (${describeError(err)})`;
+          if (request.signal.aborted) throw err;
+          if (isNotHolder(err)) refused = 'the replica it was sent to no longer holds the lease';
+          // The holder's own answer (invalid params, a timeout of the call, …) goes to the client as it is.
+          else if (err instanceof McpError) throw err;
+          else refused = `replica ${v.replica} at ${v.url} did not answer (${describeError(err)})`;
         }
       } else {
         refused = 'reason' in v ? v.reason : 'it runs nowhere yet';
       }
       // The holder is gone or changing: wait for the lease to move (it expires within its TTL), then route again.
-      if (Date.now() > deadline || call.signal.aborted) {
-        return textResult(`Tool ${call.name} is unavailable: ${refused}. Its server is a singleton that runs on one replica at a time; another replica takes it over once the lease (${this.options.ttlMs} ms) expires. Try again shortly.`);
+      if (Date.now() > deadline || request.signal.aborted) {
+        return refusal(`${label} is unavailable: ${refused}. Its server is a singleton that runs on one replica at a time; another replica takes it over once the lease (${this.options.ttlMs} ms) expires. Try again shortly.`, false);
       }
       await new Promise((r) => setTimeout(r, Math.min(250, this.options.ttlMs / 4)));
     }
   }
 
-  private async forward(url: string, server: string, call: PlacedCall): Promise<CallToolResult> {
+  /** Sessions to holders, by holder URL, server and caller's `Authorization` (a session belongs to its principal). */
+  private readonly links = new Map<string, Link>();
+
+  /** `send` on the caller's session to the holder at `url`; a session the holder no longer knows (404) is opened anew once. */
+  private async forward<T>(url: string, server: string, request: PlacedRequest, send: (client: Client, options: { signal: AbortSignal; timeout: number }) => Promise<T>): Promise<T> {
+    const id = `${url}\n${server}\n${request.authorization ?? ''}`;
+    for (let fresh = false; ; fresh = true) {
+      const existing = this.links.get(id);
+      const link = existing ?? this.open(id, url, server, request.authorization);
+      if (!existing) fresh = true;
+      try {
+        await link.ready;
+        const answer = await send(link.client, { signal: request.signal, timeout: request.timeoutMs });
+        this.touch(id, link);
+        return answer;
+      } catch (err) {
+        // An answer of the holder keeps the session; anything else (refused, reset, 404) ends it.
+        if (err instanceof McpError && !(err.code === McpErrorCode.ConnectionClosed)) {
+          this.touch(id, link);
+          throw err;
+        }
+        this.drop(id, link);
+        // The holder closed our session (its idle timeout, a restart): nothing ran; open another once.
+        if (!fresh && err instanceof StreamableHTTPError && err.code === 404) continue;
+        throw err;
+      }
+    }
+  }
+
+  private open(id: string, url: string, server: string, authorization: string | undefined): Link {
+    while (this.links.size >= MAX_LINKS) {
+      const [oldest, link] = this.links.entries().next().value as [string, Link];
+      this.drop(oldest, link);
+    }
     const target = new URL(url);
     target.searchParams.set('servers', server);
     const headers: Record<string, string> = { [FORWARDED_BY_HEADER]: this.options.replica };
-    if (call.authorization) headers.authorization = call.authorization;
+    if (authorization) headers.authorization = authorization;
     const transport = new StreamableHTTPClientTransport(target, { requestInit: { headers } });
     const client = new Client({ name: 'mcp-reconciler-replica', version: '0.1.0' });
-    await client.connect(transport);
-    try {
-      return (await client.callTool({ name: call.name, arguments: call.arguments ?? {} }, undefined, {
-        signal: call.signal,
-        timeout: call.timeoutMs,
-        ...(call.progress ? { onprogress: call.progress, resetTimeoutOnProgress: true } : {}),
-      })) as CallToolResult;
-    } finally {
-      await transport.terminateSession().catch(() => undefined);
-      await client.close().catch(() => undefined);
-    }
+    const link: Link = { client, transport, ready: client.connect(transport), idle: undefined };
+    link.ready.catch(() => undefined);
+    this.links.set(id, link);
+    this.touch(id, link);
+    return link;
+  }
+
+  /** Most recently used last, and closed after {@link LINK_IDLE_MS} without use. */
+  private touch(id: string, link: Link): void {
+    if (this.links.get(id) !== link) return;
+    this.links.delete(id);
+    this.links.set(id, link);
+    clearTimeout(link.idle);
+    link.idle = setTimeout(() => this.drop(id, link), LINK_IDLE_MS).unref();
+  }
+
+  private drop(id: string, link: Link): void {
+    if (this.links.get(id) === link) this.links.delete(id);
+    clearTimeout(link.idle);
+    void (async () => {
+      await link.ready.catch(() => undefined);
+      await link.transport.terminateSession().catch(() => undefined);
+      await link.client.close().catch(() => undefined);
+    })();
   }
 
   /** Stop renewing and give up the leases we hold (the servers were stopped before: the controller is disposed first). */
@@ -272,6 +392,7 @@ export class Singletons implements ServerPlacement {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
+    for (const [id, link] of [...this.links]) this.drop(id, link);
     for (const [server, e] of this.entries) {
       clearTimeout(e.expiry);
       const token = e.token;

@@ -114,6 +114,11 @@ export class Calls {
     return this.ws.registry.resources.resourceTemplates(viewOf(servers));
   }
 
+  /** `McpController.resourceOwner`. */
+  ownerOfResource(uri: string, servers?: Iterable<string>): string | undefined {
+    return this.ws.registry.resources.ownerOf(uri, viewOf(servers))?.server;
+  }
+
   /** `McpController.readResource`, once the controller is known to be live. */
   async readResource(uri: string, opts: ResourceOptions = {}): Promise<ReadResourceResult> {
     const server = this.resourceOwner(uri, opts.servers);

@@ -617,6 +617,11 @@ export class McpController {
     return this.calls.resourceTemplates(servers);
   }
 
+  /** The server that answers for `uri` among `servers` (listed, else a matching template; see {@link resources}), if any lists it. */
+  resourceOwner(uri: string, servers?: Iterable<string>): string | undefined {
+    return this.calls.ownerOfResource(uri, servers);
+  }
+
   /**
    * Read a resource from the server that owns `uri` (listed, else a
    * matching template; see {@link resources}). A dormant server is started

@@ -2,7 +2,9 @@
  * The dashboard of a clustered gateway (docs/cluster.md): the live replicas
  * of one cluster workspace, as `status --cluster` lists them from Redis, with
  * their sessions in all and per principal, kept live. Replicas announce
- * themselves into Redis, so the page is a polled one (polled.ts).
+ * themselves into Redis, so the page is a polled one (polled.ts). The
+ * singleton servers' lease holders are shown on their replica's row and in
+ * a table of their own.
  */
 import { DOM_BUILDER_JS } from './dom-builder.js';
 import type { Dashboard } from './http.js';
@@ -25,6 +27,8 @@ export interface ClusterOverview {
     startedAt: string;
     at: string;
   }[];
+  /** The singleton servers' lease holders (`status --cluster`'s `leases`). */
+  leases?: { server: string; replica: string; token: number; ttlMs: number; url?: string }[];
 }
 
 /** The page's script: plain ES2020, DOM built with textContent only, redrawn from `cluster` events. */
@@ -56,8 +60,10 @@ ${DOM_BUILDER_JS}
     stat('replicas', st.replicas.length, 'live replicas');
     stat('sessions', sessions, 'sessions');
     if (st.replicas.length === 0) { list.appendChild(h('p', { className: 'empty', text: 'No live replica of this workspace.' })); return; }
+    var leases = st.leases || [];
     var rows = st.replicas.map(function (r) {
       var principals = Object.keys(r.principals).sort();
+      var held = leases.filter(function (l) { return l.replica === r.id; });
       return h('tr', { 'data-replica': r.id }, [
         h('td', { className: 'mono', text: r.id }),
         h('td', { className: 'mono', text: r.url }),
@@ -68,14 +74,34 @@ ${DOM_BUILDER_JS}
           return h('span', { className: 'sid', 'data-principal': p, text: p + ' · ' + r.principals[p] });
         }) : [h('span', { className: 'muted', text: '-' })]),
         h('td', { text: ago(r.startedAt), title: r.startedAt }),
-        h('td', { text: ago(r.at), title: r.at })
+        h('td', { text: ago(r.at), title: r.at }),
+        h('td', { className: 'leases' }, held.length ? held.map(function (l) {
+          return h('span', { className: 'sid', 'data-server': l.server, text: l.server + ' · token ' + l.token });
+        }) : [h('span', { className: 'muted', text: '-' })])
       ]);
     });
     list.appendChild(h('section', { className: 'ws' }, [
       h('h2', { text: st.replicas.length + ' replica' + (st.replicas.length === 1 ? '' : 's') + ', ' + sessions + ' session' + (sessions === 1 ? '' : 's') }),
       h('table', null, [
-        h('thead', null, [h('tr', null, ['replica', 'url', 'host', 'pid', 'sessions', 'sessions per principal', 'started', 'seen'].map(function (t) { return h('th', { text: t }); }))]),
+        h('thead', null, [h('tr', null, ['replica', 'url', 'host', 'pid', 'sessions', 'sessions per principal', 'started', 'seen', 'singletons held'].map(function (t) { return h('th', { text: t }); }))]),
         h('tbody', null, rows)
+      ])
+    ]));
+    if (leases.length === 0) return;
+    // Where each singleton server runs: the replica holding its lease (docs/cluster.md, singletons).
+    list.appendChild(h('section', { className: 'ws', id: 'leases' }, [
+      h('h2', { text: leases.length + ' singleton lease' + (leases.length === 1 ? '' : 's') }),
+      h('table', null, [
+        h('thead', null, [h('tr', null, ['singleton', 'holder', 'url', 'token', 'expires'].map(function (t) { return h('th', { text: t }); }))]),
+        h('tbody', null, leases.map(function (l) {
+          return h('tr', { 'data-singleton': l.server }, [
+            h('td', { className: 'mono', text: l.server }),
+            h('td', { className: 'mono holder', text: l.replica }),
+            h('td', { className: 'mono', text: l.url || '(not announced: gone?)' }),
+            h('td', { className: 'mono token', text: String(l.token) }),
+            h('td', { text: 'in ' + (l.ttlMs / 1000).toFixed(1) + ' s unless renewed' })
+          ]);
+        }))
       ])
     ]));
   }

@@ -47,8 +47,14 @@ export function createModernServer(pool: GatewayPool, lane: Pick<ModernLane, 'co
   server.setRequestHandler('prompts/list', () => asV2(core.listPrompts()));
   server.setRequestHandler('resources/list', () => asV2(core.listResources()));
   server.setRequestHandler('resources/templates/list', () => asV2(core.listResourceTemplates()));
-  server.setRequestHandler('resources/read', (request, ctx) => asV2(core.readResource(request.params, { signal: ctx.mcpReq.signal })));
-  server.setRequestHandler('prompts/get', (request, ctx) => asV2(core.getPrompt(request.params, { signal: ctx.mcpReq.signal })));
+  // Who sent a request, passed on when another replica answers it (a cluster singleton: docs/cluster.md).
+  const caller = (ctx: { mcpReq: { signal: AbortSignal }; http?: { req?: { headers: Headers } } }) => {
+    const authorization = ctx.http?.req?.headers.get('authorization') ?? undefined;
+    const forwardedBy = ctx.http?.req?.headers.get(FORWARDED_BY_HEADER) ?? undefined;
+    return { signal: ctx.mcpReq.signal, ...(authorization ? { authorization } : {}), ...(forwardedBy ? { forwardedBy } : {}) };
+  };
+  server.setRequestHandler('resources/read', (request, ctx) => asV2(core.readResource(request.params, caller(ctx))));
+  server.setRequestHandler('prompts/get', (request, ctx) => asV2(core.getPrompt(request.params, caller(ctx))));
   // A call spans rounds while the managed server (or a tool approval) asks the client: see input-rounds.ts.
   server.setRequestHandler('tools/call', (request, ctx) => {
     // Passed on when another replica answers the call (a cluster singleton: docs/cluster.md).

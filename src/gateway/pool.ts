@@ -22,6 +22,8 @@ import {
   type CallToolResult,
   type CreateMessageRequest,
   type CreateMessageResult,
+  type GetPromptResult,
+  type ReadResourceResult,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { McpController } from '../controller/controller.js';
@@ -70,29 +72,51 @@ export interface PoolSession {
   release(): void;
 }
 
-/** A tool call a {@link ServerPlacement} answers elsewhere: the gateway name, as the client sent it. */
-export interface PlacedCall {
-  name: string;
-  arguments?: Record<string, unknown>;
+/** What every request a {@link ServerPlacement} answers elsewhere carries. */
+export interface PlacedRequest {
   signal: AbortSignal;
   timeoutMs: number;
-  progress?: (p: { progress: number; total?: number; message?: string }) => void;
   /** The request's `Authorization` header: the caller's identity, passed on as is. */
   authorization?: string;
   /** Set when the request was itself forwarded by another replica (it is never forwarded again). */
   forwardedBy?: string;
 }
 
+/** A tool call a {@link ServerPlacement} answers elsewhere: the gateway name, as the client sent it. */
+export interface PlacedCall extends PlacedRequest {
+  name: string;
+  arguments?: Record<string, unknown>;
+  progress?: (p: { progress: number; total?: number; message?: string }) => void;
+}
+
+/** A `prompts/get` a {@link ServerPlacement} answers elsewhere: the gateway name, as the client sent it. */
+export interface PlacedPrompt extends PlacedRequest {
+  name: string;
+  arguments?: Record<string, string>;
+}
+
+/** A `resources/read` a {@link ServerPlacement} answers elsewhere. */
+export interface PlacedRead extends PlacedRequest {
+  uri: string;
+}
+
 /**
  * Where servers run when not every server runs in this process (a
  * clustered gateway's singletons, docs/cluster.md): a server that is not
- * `local` is never held here, and its calls go to {@link call}.
+ * `local` is never held here, and its tool calls, prompts and resource
+ * reads go to {@link call}, {@link getPrompt} and {@link readResource}.
+ * Each answers `undefined` when the server became local meanwhile (answer
+ * here).
  */
 export interface ServerPlacement {
   /** Whether `server` may run here now. */
   local(server: string): boolean;
-  /** Answer a call of a server that is not local elsewhere; `undefined` when it became local meanwhile (call it here). */
+  /** Answer a call of a server that is not local elsewhere. */
   call(server: string, call: PlacedCall): Promise<CallToolResult | undefined>;
+  /** Get a prompt of a server that is not local elsewhere; rejects with the JSON-RPC error to send. */
+  getPrompt(server: string, request: PlacedPrompt): Promise<GetPromptResult | undefined>;
+  /** Read a resource of a server that is not local elsewhere; rejects with the JSON-RPC error to send. */
+  readResource(server: string, request: PlacedRead): Promise<ReadResourceResult | undefined>;
 }
 
 /** Options of {@link GatewayPool}. */

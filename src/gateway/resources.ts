@@ -21,7 +21,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { GatewayPool } from './pool.js';
 import { inScope } from './scope.js';
-import { asResourceError, type SessionCore } from './session-core.js';
+import { asResourceError, requestContext, type SessionCore } from './session-core.js';
 
 /** A session's resource handlers; `close()` ends its subscriptions. */
 export interface SessionResources {
@@ -55,7 +55,7 @@ export function serveResources(server: Server, pool: GatewayPool, core: SessionC
 
   server.setRequestHandler(ListResourcesRequestSchema, () => core.listResources());
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => core.listResourceTemplates());
-  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => core.readResource(request.params, { signal: extra.signal }));
+  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => core.readResource(request.params, requestContext(extra)));
 
   server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
     await pool.ready(sessionId);

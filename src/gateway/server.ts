@@ -16,7 +16,7 @@ import {
 import type { GatewayPool, PoolSession } from './pool.js';
 import type { SessionScope } from './scope.js';
 import { serveResources } from './resources.js';
-import { createSessionCore, FORWARDED_BY_HEADER, GATEWAY_INFO, gatewayInstructions } from './session-core.js';
+import { createSessionCore, FORWARDED_BY_HEADER, GATEWAY_INFO, gatewayInstructions, requestContext } from './session-core.js';
 import { canElicit } from './tool-approval.js';
 
 export { GATEWAY_INFO };
@@ -122,7 +122,7 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
         : {}),
     });
   });
-  server.setRequestHandler(GetPromptRequestSchema, (request, extra) => core.getPrompt(request.params, { signal: extra.signal }));
+  server.setRequestHandler(GetPromptRequestSchema, (request, extra) => core.getPrompt(request.params, requestContext(extra)));
 
   let closing: Promise<void> | undefined;
   return {

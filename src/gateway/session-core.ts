@@ -57,16 +57,35 @@ export interface SessionCoreOptions {
   listener: SessionListener;
 }
 
-/** How a `tools/call` reaches the core: its abort signal, its id, and where progress goes. */
-export interface CallContext {
+/** How a request reaches the core: its abort signal, and who sent it (for another replica that answers it). */
+export interface RequestContext {
   signal: AbortSignal;
-  requestId: string | number;
-  /** Set when the client asked for progress (`_meta.progressToken`). */
-  progress?: (p: { progress: number; total?: number; message?: string }) => void;
-  /** The HTTP request's `Authorization` header, passed on when the call is answered by another replica. */
+  /** The HTTP request's `Authorization` header, passed on when the request is answered by another replica. */
   authorization?: string;
   /** The forwarding replica, when another replica forwarded this request (docs/cluster.md). */
   forwardedBy?: string;
+}
+
+/**
+ * The {@link RequestContext} of a request on the 2025 lane (SDK v1's
+ * handler `extra`): its signal, and the headers another replica needs.
+ */
+export function requestContext(extra: { signal: AbortSignal; requestInfo?: { headers?: Record<string, string | string[] | undefined> } }): RequestContext {
+  const headers = extra.requestInfo?.headers ?? {};
+  const header = (key: string): string | undefined => {
+    const v = headers[key];
+    return typeof v === 'string' ? v : undefined;
+  };
+  const authorization = header('authorization');
+  const forwardedBy = header(FORWARDED_BY_HEADER);
+  return { signal: extra.signal, ...(authorization ? { authorization } : {}), ...(forwardedBy ? { forwardedBy } : {}) };
+}
+
+/** How a `tools/call` reaches the core: its abort signal, its id, and where progress goes. */
+export interface CallContext extends RequestContext {
+  requestId: string | number;
+  /** Set when the client asked for progress (`_meta.progressToken`). */
+  progress?: (p: { progress: number; total?: number; message?: string }) => void;
   /**
    * Asks this call's client about a tool `permissions.ask` holds
    * (docs/manage.md); set only when the client can be asked (it declared
@@ -83,10 +102,10 @@ export interface SessionCore {
   listTools(): Promise<{ tools: Tool[] }>;
   callTool(params: { name: string; arguments?: Record<string, unknown> }, ctx: CallContext): Promise<CallToolResult>;
   listPrompts(): Promise<{ prompts: Prompt[] }>;
-  getPrompt(params: { name: string; arguments?: Record<string, string> }, ctx: { signal: AbortSignal }): Promise<GetPromptResult>;
+  getPrompt(params: { name: string; arguments?: Record<string, string> }, ctx: RequestContext): Promise<GetPromptResult>;
   listResources(): Promise<{ resources: Resource[] }>;
   listResourceTemplates(): Promise<{ resourceTemplates: ResourceTemplate[] }>;
-  readResource(params: { uri: string }, ctx: { signal: AbortSignal }): Promise<ReadResourceResult>;
+  readResource(params: { uri: string }, ctx: RequestContext): Promise<ReadResourceResult>;
 }
 
 function errorResult(text: string): CallToolResult {
@@ -116,6 +135,13 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
   const { controller, names } = pool;
   const { scope } = options;
   const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+  /** What a request answered by another replica carries along: its signal, limit and caller. */
+  const placed = (ctx: RequestContext) => ({
+    signal: ctx.signal,
+    timeoutMs: callTimeoutMs,
+    ...(ctx.authorization ? { authorization: ctx.authorization } : {}),
+    ...(ctx.forwardedBy ? { forwardedBy: ctx.forwardedBy } : {}),
+  });
   const session = pool.attach(scope, options.transport, options.listener);
   const servers = scope === undefined ? undefined : [...scope];
   // `serve --tools search|auto`: what the list shows, and the search pair.
@@ -213,9 +239,10 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
       if (resolved.kind !== 'entry') throw new McpError(McpErrorCode.InvalidParams, unservedName(controller, names, scope, 'Prompt', name, resolved));
       const { server: owner, name: registryName } = resolved.entry;
       if (!inScope(scope, owner)) throw new McpError(McpErrorCode.InvalidParams, outsideScope('Prompt', name, owner, scope));
-      // Prompts of a server running on another replica are not forwarded (yet): say so rather than start it here.
+      // A server that runs on another replica (a cluster singleton): that replica answers.
       if (pool.placement && !pool.placement.local(owner)) {
-        throw new McpError(McpErrorCode.InvalidParams, `Prompt ${name} belongs to "${owner}", a singleton that runs on another replica of this gateway; its prompts are served by that replica only.`);
+        const remote = await pool.placement.getPrompt(owner, { name, ...(params.arguments ? { arguments: params.arguments } : {}), ...placed(ctx) });
+        if (remote) return remote;
       }
       try {
         return await controller.getPrompt(registryName, params.arguments ?? {}, { signal: ctx.signal, timeoutMs: callTimeoutMs });
@@ -238,6 +265,12 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
     async readResource(params, ctx) {
       await pool.ready(session.id);
       try {
+        // A resource of a server that runs on another replica (a cluster singleton): that replica answers.
+        const owner = pool.placement ? controller.resourceOwner(params.uri, servers) : undefined;
+        if (owner !== undefined && !pool.placement!.local(owner)) {
+          const remote = await pool.placement!.readResource(owner, { uri: params.uri, ...placed(ctx) });
+          if (remote) return remote;
+        }
         return await controller.readResource(params.uri, { servers, signal: ctx.signal, timeoutMs: callTimeoutMs });
       } catch (err) {
         throw asResourceError(err);

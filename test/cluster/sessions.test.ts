@@ -17,6 +17,7 @@ import { runCliCaptured } from '../helpers/cli.js';
 import { waitFor } from '../helpers/processes.js';
 import { connectHttp, MARKER, textOf, type HttpConnected } from '../gateway/support.js';
 import { sessionKey } from '../../src/cluster/sessions.js';
+import { announcementKey, announcementText } from '../../src/cluster/announcements.js';
 import { TestBalancer } from './balancer.js';
 import { ClusterFixture, type Replica } from './support.js';
 
@@ -148,8 +149,10 @@ describe('serve --cluster: sessions of the older revision stay on their owner, r
     try {
       const trapUrl = `http://127.0.0.1:${(trap.address() as AddressInfo).port}/mcp`;
       const owner = '0000000000aa';
-      const announcement = JSON.stringify({ id: owner, url: trapUrl, reachUrl: trapUrl, host: 'trap', pid: 1, sessions: 1, principals: {}, startedAt: new Date().toISOString(), at: new Date().toISOString() });
-      await fx.redis.command(['SET', `mcpr:{${fx.workspaceId}}:replica:${owner}`, announcement, 'PX', '60000']);
+      // Signed with the cluster's secret, as a replica's own (an unsigned one is ignored: test/cluster/singleton-forward.test.ts).
+      const key = `mcpr:{${fx.workspaceId}}:replica:${owner}`;
+      const announcement = announcementText({ id: owner, url: trapUrl, reachUrl: trapUrl, host: 'trap', pid: 1, sessions: 1, principals: {}, startedAt: new Date().toISOString(), at: new Date().toISOString() }, key, announcementKey(SECRET));
+      await fx.redis.command(['SET', key, announcement, 'PX', '60000']);
       const token = await fx.idp.token('alice');
       const post = (id: string) =>
         fetch(b.url, {

@@ -105,7 +105,8 @@ export class ClusterFixture {
     const e = this.env(name, env);
     const ws = { args: () => this.ws.args(), env: () => e } as unknown as Workspace;
     const serve = new ServeProcess(ws, ['--http', ...this.clusterArgs(), ...this.idp.args(), ...extra]);
-    const url = await serve.fromStderr(/listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/, `replica ${name}'s URL`);
+    // Generous: a replica starts in seconds, but the test machine may be loaded far beyond its cores.
+    const url = await serve.fromStderr(/listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/, `replica ${name}'s URL`, 90_000);
     const replica: Replica = {
       name,
       serve,

@@ -128,9 +128,9 @@ export class ServeProcess {
   }
 
   /** The first capture group of `re` in stderr, once it appears. */
-  async fromStderr(re: RegExp, what: string): Promise<string> {
+  async fromStderr(re: RegExp, what: string, timeoutMs = 20_000): Promise<string> {
     let found: string | undefined;
-    await waitFor(() => (found = re.exec(this.stderr)?.[1]) !== undefined, `${what} on serve's stderr (so far: ${this.stderr})`);
+    await waitFor(() => (found = re.exec(this.stderr)?.[1]) !== undefined, `${what} on serve's stderr (so far: ${this.stderr})`, timeoutMs);
     return found!;
   }
 

@@ -8,6 +8,7 @@ import { table } from '../output.js';
 import { TOKEN_ENCODING } from '../../registry/tokens.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
 import { serveUntilStopped } from '../serve-dashboard.js';
+import type { ReplicaInfo } from '../../cluster/replicas.js';
 
 /** What every server's tool definitions cost together, in tokens. */
 export function totalTokens(rows: readonly ServerStatus[]): number {
@@ -68,25 +69,53 @@ async function run(ctx: CliContext): Promise<number> {
   return 0;
 }
 
+/**
+ * What `status --cluster` says of the replicas' announcements (docs/cluster-singletons.md):
+ * unsigned ones can be rewritten by whoever can write to Redis; forged ones
+ * (seen only with the secret here) are ignored by the replicas.
+ */
+export function announcementNotes(replicas: readonly ReplicaInfo[], checked: boolean): string {
+  const ids = (trust: string) => replicas.filter((r) => r.announcement === trust).map((r) => r.id);
+  const lines: string[] = [];
+  const unsigned = ids('unsigned');
+  if (unsigned.length) {
+    lines.push(
+      `announcements: unsigned (${unsigned.join(', ')}: started without $MCP_RECONCILER_CLUSTER_SECRET): whoever can write to this Redis can point forwarded calls, and the callers' bearer tokens, elsewhere; start every replica with the secret to sign them`,
+    );
+  }
+  const forged = ids('forged');
+  if (forged.length) lines.push(`warning: the announcements of ${forged.join(', ')} are not signed with this cluster's secret: the replicas ignore them (forged, or another secret)`);
+  if (!checked && ids('unchecked').length) lines.push('announcements: signed (set $MCP_RECONCILER_CLUSTER_SECRET here to check the signatures too)');
+  return lines.map((l) => `${l}\n`).join('');
+}
+
 /** `status`: start, settle, print every server's state, exit. */
 /** `status --cluster REDIS --workspace-id ID`: the live replicas of a clustered gateway and their sessions (docs/cluster.md). */
 async function clusterStatus(ctx: CliContext, target: string, workspaceId: string): Promise<number> {
   // Only with --cluster: without it nothing of Redis is loaded.
-  const { connectRedis, liveReplicas, listLeases, workspaceKeys, checkWorkspaceId } = await import('../../cluster/index.js');
+  const { connectRedis, liveReplicas, listLeases, workspaceKeys, checkWorkspaceId, announcementKey } = await import('../../cluster/index.js');
   const keys = workspaceKeys(checkWorkspaceId(workspaceId));
+  // With the cluster secret here too, the replicas' announcements are checked, not only seen to be signed.
+  const secret = ctx.io.env.MCP_RECONCILER_CLUSTER_SECRET || undefined;
+  const key = secret ? announcementKey(secret) : undefined;
   const redis = await connectRedis(target);
   try {
+    // Singleton servers' lease holders (docs/cluster.md): who runs each, under which fencing token.
+    const readLeases = async (replicas: ReplicaInfo[]) =>
+      (await listLeases(redis, keys)).map((l) => {
+        const holder = replicas.find((r) => r.id === l.holder.replica);
+        return { server: l.server, replica: l.holder.replica, token: l.holder.token, ttlMs: l.ttlMs, ...(holder ? { url: holder.url, pid: holder.pid } : {}) };
+      });
     if (ctx.values.ui === true) {
       const { startClusterDashboard } = await import('../../dashboard/cluster-dashboard.js');
-      const read = async () => ({ workspaceId, redis: target, replicas: await liveReplicas(redis, keys) });
+      const read = async () => {
+        const replicas = await liveReplicas(redis, keys, key);
+        return { workspaceId, redis: target, replicas, leases: await readLeases(replicas) };
+      };
       return await serveUntilStopped(ctx, (port) => startClusterDashboard(read, { port }), 'cluster dashboard');
     }
-    const replicas = await liveReplicas(redis, keys);
-    // Singleton servers' lease holders (docs/cluster.md): who runs each, under which fencing token.
-    const leases = (await listLeases(redis, keys)).map((l) => {
-      const holder = replicas.find((r) => r.id === l.holder.replica);
-      return { server: l.server, replica: l.holder.replica, token: l.holder.token, ttlMs: l.ttlMs, ...(holder ? { url: holder.url, pid: holder.pid } : {}) };
-    });
+    const replicas = await liveReplicas(redis, keys, key);
+    const leases = await readLeases(replicas);
     if (ctx.global.json) {
       ctx.io.stdout.write(`${JSON.stringify({ workspaceId, replicas, leases }, null, 2)}\n`);
       return 0;
@@ -104,17 +133,19 @@ async function clusterStatus(ctx: CliContext, target: string, workspaceId: strin
     const now = Date.now();
     ctx.io.stdout.write(
       `${table([
-        ['REPLICA', 'URL', 'HOST', 'PID', 'SESSIONS', 'PRINCIPALS', 'SEEN'],
+        ['REPLICA', 'URL', 'REACH URL', 'HOST', 'PID', 'SESSIONS', 'PRINCIPALS', 'SEEN'],
         ...replicas.map((r) => [
           r.id,
           r.url,
+          // Where the other replicas forward this one's sessions and singleton calls (--replica-url, else its URL).
+          r.reachUrl ?? r.url,
           r.host,
           String(r.pid),
           String(r.sessions),
           Object.entries(r.principals).map(([p, n]) => `${p}:${n}`).join(',') || '-',
           `${Math.max(0, Math.round((now - Date.parse(r.at)) / 1000))}s ago`,
         ]),
-      ])}\n${replicas.length} replica(s), ${replicas.reduce((n, r) => n + r.sessions, 0)} session(s)\n${leaseTable}`,
+      ])}\n${replicas.length} replica(s), ${replicas.reduce((n, r) => n + r.sessions, 0)} session(s)\n${announcementNotes(replicas, key !== undefined)}${leaseTable}`,
     );
     return 0;
   } finally {
