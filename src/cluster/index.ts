@@ -11,3 +11,4 @@ export { ReplicaAnnouncer, liveReplicas, newReplicaId, HEARTBEAT_MS, type Replic
 export { SessionRouter, sessionKey, FORWARDED_HEADER, type SessionRouterOptions, type ForwardOutcome } from './sessions.js';
 export { ServerLease, listLeases, parseHolder, type LeaseHolder, type AcquireResult } from './lease.js';
 export { Singletons, DEFAULT_LEASE_MS, type SingletonsOptions } from './singletons.js';
+export { RedisSignIns, callbackUrlOf, OAUTH_CALLBACK_PATH, SIGN_IN_TTL_MS, type RedisSignInsOptions } from './oauth-callback.js';
