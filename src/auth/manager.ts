@@ -34,7 +34,8 @@ import { startLoopback, type AuthorizationRedirect, type LoopbackReceiver } from
 import { clientCredentialsProvider, StoredOAuthProvider } from './oauth-provider.js';
 import { credentialKey, serializeInProcess, type TokenStore } from './token-store.js';
 import { hasUserAuthorization, isServerOAuth } from './applies.js';
-import { AuthorizationServerRefused, hasClientSecret, requireBoundIssuer, requireSecureEndpoint } from './authorization-server.js';
+import { AuthorizationServerRefused, hasClientSecret, requireBoundIssuer, requireSecureEndpoint, sameIssuer } from './authorization-server.js';
+import type { SharedCallback, SignInRecord } from './shared-callback.js';
 
 /**
  * Called with the URL the user must open to authorise `server`. Open a
@@ -59,6 +60,11 @@ export interface OAuthManagerOptions {
   onAuthorizationGrant?: AuthorizationGrantHandler;
   /** Warnings (never token values). */
   warn?: (message: string) => void;
+  /**
+   * Where the browser comes back to when not to a loopback receiver of this
+   * process: a callback any process of a group serves (docs/cluster-oauth.md).
+   */
+  callback?: SharedCallback;
 }
 
 /** Options of {@link OAuthManager.authorize}. */
@@ -71,6 +77,16 @@ export interface AuthorizeOptions {
 }
 
 const DEFAULT_AUTHORIZATION_TIMEOUT_MS = 5 * 60_000;
+
+/** What a shared callback's wait yields: the code was redeemed elsewhere and the tokens are in the store. */
+const REDEEMED = Symbol('redeemed elsewhere');
+
+/** Where the browser comes back to: a loopback receiver, or a shared callback (docs/cluster-oauth.md). */
+interface Receiver {
+  readonly redirectUrl: string;
+  expect(state: string, signal: AbortSignal): Promise<AuthorizationRedirect | typeof REDEEMED>;
+  close(): Promise<void>;
+}
 
 /** An authorization started for one server and waiting for its redirect. */
 interface Flow {
@@ -456,7 +472,8 @@ export class OAuthManager {
         base.fetchFn,
       ).catch(() => undefined);
       const named = current?.authorization_servers?.[0];
-      if (named !== undefined && named !== issuer) {
+      // The same issuer spelt with or without a trailing slash is no move (RFC 8414 §3.3 compares by the identifier).
+      if (named !== undefined && !sameIssuer(named, issuer)) {
         await provider?.invalidateCredentials?.('all');
         cached = undefined;
         issuer = named;
@@ -574,14 +591,16 @@ export class OAuthManager {
     // An explicit sign-in is awaited by its caller: its receiver and timer keep the process alive
     // (unref'd, a CLI whose only work left is this wait would exit before the browser came back).
     session.lastHint = undefined;
-    const receiver = await this.listen(entry.config.oauth, provider, explicit !== undefined);
+    const receiver: Receiver = this.opts.callback
+      ? await this.sharedReceiver(name, provider, base, this.opts.callback)
+      : await this.listen(entry.config.oauth, provider, explicit !== undefined);
     const abort = new AbortController();
     const onOuter = (): void => abort.abort(explicit?.signal?.reason);
     explicit?.signal?.addEventListener('abort', onOuter, { once: true });
     const timeoutMs = explicit?.timeoutMs ?? this.opts.authorizationTimeoutMs ?? DEFAULT_AUTHORIZATION_TIMEOUT_MS;
     const timer = setTimeout(() => abort.abort(new Error(`nobody completed the authorization within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
     if (!explicit) timer.unref();
-    let codePromise: Promise<AuthorizationRedirect> | undefined;
+    let codePromise: Promise<AuthorizationRedirect | typeof REDEEMED> | undefined;
     let hookDone: Promise<void> = Promise.resolve();
     let markStarted: () => void = () => {};
     const started = new Promise<void>((resolve) => (markStarted = resolve));
@@ -606,9 +625,15 @@ export class OAuthManager {
         let result = await auth(provider, base);
         if (result !== 'AUTHORIZED') {
           if (!codePromise) throw new Error('the SDK asked for a redirect but gave no authorization URL');
-          const { code, iss } = await codePromise;
+          const back = await codePromise;
+          if (back === REDEEMED) {
+            // Another process redeemed the code (docs/cluster-oauth.md): the tokens are in the shared store.
+            await provider.load();
+            if (!provider.tokens()?.access_token) throw new Error('the sign-in was completed by another replica, but the shared token store holds no token for this server');
+            return true;
+          }
           // The SDK compares `iss` with the recorded issuer (RFC 9207) before it redeems the code.
-          result = await auth(provider, { ...base, authorizationCode: code, ...(iss !== undefined ? { iss } : {}) });
+          result = await auth(provider, { ...base, authorizationCode: back.code, ...(back.iss !== undefined ? { iss: back.iss } : {}) });
         }
         return result === 'AUTHORIZED';
       } catch (err) {
@@ -642,6 +667,99 @@ export class OAuthManager {
     const codeIn = codePromise ? await isSettled(codePromise) : false;
     if (codeIn) return flow.done;
     return false;
+  }
+
+  /**
+   * The shared callback as this flow's receiver: when the SDK reaches the
+   * browser step, what the redemption needs is handed to it, and the wait
+   * ends once any process redeemed the code.
+   */
+  private async sharedReceiver(
+    name: string,
+    provider: StoredOAuthProvider,
+    base: { serverUrl: string; resourceMetadataUrl?: URL; scope?: string },
+    callback: SharedCallback,
+  ): Promise<Receiver> {
+    // A registration made for another redirect URI (a loopback one) cannot be used with the shared callback.
+    const registered = provider.registeredRedirect;
+    if (registered !== undefined && registered !== callback.redirectUrl) await provider.dropRegistration();
+    return {
+      redirectUrl: callback.redirectUrl,
+      // Called while the SDK redirects: the verifier and the registration are saved by then.
+      expect: (state, signal) =>
+        Promise.resolve()
+          .then(() => {
+            const record: SignInRecord = {
+              state,
+              server: name,
+              serverUrl: base.serverUrl,
+              verifier: provider.codeVerifier(),
+              redirectUrl: callback.redirectUrl,
+              ...(base.scope ? { scope: base.scope } : {}),
+              ...(base.resourceMetadataUrl ? { resourceMetadataUrl: base.resourceMetadataUrl.href } : {}),
+              ...(provider.dynamicRegistration ? { clientInformation: provider.dynamicRegistration } : {}),
+            };
+            return callback.expect(record, signal);
+          })
+          .then(() => REDEEMED),
+      close: async () => {},
+    };
+  }
+
+  /**
+   * Redeem the code of a sign-in another process started (docs/cluster-oauth.md):
+   * the authorization server is checked as for any sign-in, the code goes with
+   * the record's verifier and redirect URI, and the tokens go to the store
+   * (shared with the process that waits for them). Rejects with a `needs_auth`
+   * error saying what failed.
+   */
+  async redeem(name: string, entry: DesiredServer, record: SignInRecord, code: string, iss: string | undefined): Promise<void> {
+    if (entry.config.url !== record.serverUrl) {
+      throw new McpReconcilerError(ErrorCode.NeedsAuth, `server "${name}" has the URL ${entry.config.url ?? '(none)'} here, but the sign-in was started for ${record.serverUrl}`, {
+        hint: 'give every replica the same config, then sign in again',
+        details: { server: name },
+      });
+    }
+    const session = await this.session(name, entry);
+    if (session.machineFor) {
+      throw new McpReconcilerError(ErrorCode.NeedsAuth, `server "${name}" signs in machine to machine here (oauth.grantType), so it takes no authorization code`, {
+        hint: 'give every replica the same config, then sign in again',
+        details: { server: name },
+      });
+    }
+    // A provider of its own: a flow this process runs for the server keeps its own verifier.
+    const provider = await new StoredOAuthProvider({
+      key: session.key,
+      store: this.opts.store,
+      config: entry.config.oauth,
+      clientName: this.opts.clientName ?? 'mcp-reconciler',
+      ...(this.opts.clientMetadataUrl ? { clientMetadataUrl: this.opts.clientMetadataUrl } : {}),
+    }).load();
+    const base = {
+      serverUrl: record.serverUrl,
+      ...(record.resourceMetadataUrl ? { resourceMetadataUrl: new URL(record.resourceMetadataUrl) } : {}),
+      ...(record.scope ? { scope: record.scope } : {}),
+      fetchFn: fetch as FetchLike,
+    };
+    try {
+      const checked = await this.checkAuthorizationServer(name, entry, session, provider, base);
+      provider.bindIssuer(checked.issuer);
+      provider.resume(record.redirectUrl, record.verifier, record.clientInformation);
+      // The SDK compares `iss` with the recorded issuer (RFC 9207) before it redeems the code.
+      const result = await auth(provider, { ...base, fetchFn: checked.fetchFn, authorizationCode: code, ...(iss !== undefined ? { iss } : {}) });
+      if (result !== 'AUTHORIZED') throw new Error('no token was issued');
+    } catch (err) {
+      const mixUp = issuerMismatch(name, err);
+      throw new McpReconcilerError(ErrorCode.NeedsAuth, `signing in to server "${name}" failed: ${mixUp?.message ?? describeError(err)}`, {
+        hint: mixUp?.hint ?? 'start the sign-in again and open the new URL the gateway logs for it',
+        details: { server: name },
+        cause: err,
+      });
+    } finally {
+      provider.endInteractive();
+    }
+    if (session.provider && !session.flow) await session.provider.load();
+    if (!this.disposed) for (const l of this.listeners) safe(() => l(name));
   }
 
   /** A loopback receiver on the registered redirect's port when there is one, else a fresh port (and a fresh registration). */

@@ -118,6 +118,23 @@ export class StoredOAuthProvider implements OAuthClientProvider {
     this.onRedirect = handler;
   }
 
+  /**
+   * Redeem a code of a sign-in another process started (docs/cluster-oauth.md):
+   * its redirect URI, PKCE verifier and, for a dynamic registration, the
+   * client the code was issued to (stored with the tokens, since a refresh
+   * must present the same client). Undo with {@link endInteractive}.
+   */
+  resume(redirectUrl: string, verifier: string, clientInformation: OAuthClientInformationMixed | undefined): void {
+    this.redirect = redirectUrl;
+    this.verifier = verifier;
+    if (clientInformation && !this.opts.config?.clientId) this.record = { ...this.record, clientInformation, redirectUri: redirectUrl };
+  }
+
+  /** The dynamic client registration in use (`undefined` for a pre-registered client: that one is in the config). */
+  get dynamicRegistration(): OAuthClientInformationMixed | undefined {
+    return this.opts.config?.clientId ? undefined : this.record.clientInformation;
+  }
+
   endInteractive(): void {
     this.redirect = this.record.redirectUri ?? IDLE_REDIRECT;
     this.onRedirect = undefined;

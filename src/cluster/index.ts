@@ -12,3 +12,4 @@ export { announcementKey, announcementText, readAnnouncement, type AnnouncementT
 export { SessionRouter, sessionKey, FORWARDED_HEADER, type SessionRouterOptions, type ForwardOutcome } from './sessions.js';
 export { ServerLease, listLeases, parseHolder, type LeaseHolder, type AcquireResult } from './lease.js';
 export { Singletons, DEFAULT_LEASE_MS, type SingletonsOptions } from './singletons.js';
+export { RedisSignIns, callbackUrlOf, OAUTH_CALLBACK_PATH, SIGN_IN_TTL_MS, type RedisSignInsOptions } from './oauth-callback.js';

@@ -4,6 +4,7 @@ import type { FetchLike } from '@modelcontextprotocol/client';
 import { hasUserAuthorization, isServerOAuth } from '../auth/applies.js';
 import type { OAuthManager } from '../auth/manager.js';
 import { getOwn } from '../util/own.js';
+import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { defaultTokenStorePath, FileTokenStore, type TokenStore } from '../auth/token-store.js';
 import type { ServerStateName } from './types.js';
 import type { Workspace } from './workspace.js';
@@ -25,6 +26,17 @@ export class AuthHooks {
   constructor(private readonly ws: Workspace) {
     const tokenStore = ws.options.oauth?.tokenStore;
     this.store = typeof tokenStore === 'object' ? tokenStore : new FileTokenStore(tokenStore ?? defaultTokenStorePath(ws.env));
+    // A code of a sign-in another replica started, which reached this one (docs/cluster-oauth.md).
+    ws.options.oauth?.callback?.setRedeemer(async (record, code, iss) => {
+      const entry = getOwn(this.ws.desired, record.server);
+      if (!entry) {
+        throw new McpReconcilerError(ErrorCode.UnknownServer, `the sign-in is for server "${record.server}", which is not configured on this replica`, {
+          hint: 'give every replica the same config, then sign in again',
+          details: { server: record.server },
+        });
+      }
+      await (await this.oauth()).redeem(record.server, entry, record, code, iss);
+    });
   }
 
   /**
@@ -41,6 +53,7 @@ export class AuthHooks {
         ...(options.oauth?.clientName ? { clientName: options.oauth.clientName } : {}),
         ...(options.oauth?.clientMetadataUrl ? { clientMetadataUrl: options.oauth.clientMetadataUrl } : {}),
         ...(options.oauth?.authorizationTimeoutMs ? { authorizationTimeoutMs: options.oauth.authorizationTimeoutMs } : {}),
+        ...(options.oauth?.callback ? { callback: options.oauth.callback } : {}),
         warn: (message) => logger.warn(message),
       });
       manager.onAuthorized((name) => this.tokensArrived(name));

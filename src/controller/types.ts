@@ -13,6 +13,7 @@ import type { ElicitationHandler, SamplingHandler } from '../connection/client-c
 import type { AuthorizationUrlHandler } from '../auth/manager.js';
 import type { AuthorizationGrantHandler } from '../auth/cross-app-access.js';
 import type { TokenStore } from '../auth/token-store.js';
+import type { SharedCallback } from '../auth/shared-callback.js';
 import type { Root } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolExposure } from '../search/exposure.js';
 import type { ToolApprovalHandler } from './tool-policy.js';
@@ -297,6 +298,13 @@ export interface McpControllerOptions {
     clientMetadataUrl?: string;
     /** How long an authorization waits for the browser to come back. Default 5 minutes. */
     authorizationTimeoutMs?: number;
+    /**
+     * The browser comes back to a callback any process of a group serves
+     * instead of a loopback receiver of this one (a clustered gateway,
+     * docs/cluster-oauth.md); codes of other processes' sign-ins that reach
+     * this one are redeemed with this workspace's config.
+     */
+    callback?: SharedCallback;
   };
 }
 

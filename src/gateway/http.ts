@@ -37,6 +37,13 @@ export const GATEWAY_SESSION_IDLE_TIMEOUT_MS = 1_800_000;
 /** Why a session closed: the client's `DELETE` (or the gateway's stop), its idle time, or room for a new one. */
 export type SessionCloseReason = 'closed' | 'idle' | 'evicted';
 
+/** An answer of {@link HttpGatewayOptions.extraRoute} (JSON unless its headers say otherwise). */
+export interface ExtraRouteAnswer {
+  status: number;
+  headers?: Record<string, string>;
+  body: string;
+}
+
 /** Options of {@link startHttpGateway}. */
 export interface HttpGatewayOptions {
   /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
@@ -82,8 +89,8 @@ export interface HttpGatewayOptions {
    * scope is intersected with it), or to the refusal to send.
    */
   authenticate?: (req: IncomingMessage) => Promise<GatewayPrincipal | GatewayRefusal>;
-  /** Answer other paths than {@link MCP_PATH} first (RFC 9728 metadata); `undefined` to go on. */
-  extraRoute?: (url: URL, req: IncomingMessage) => { status: number; headers?: Record<string, string>; body: string } | undefined;
+  /** Answer other paths than {@link MCP_PATH} first (RFC 9728 metadata, a cluster's OAuth callback); `undefined` to go on. */
+  extraRoute?: (url: URL, req: IncomingMessage) => ExtraRouteAnswer | undefined | Promise<ExtraRouteAnswer | undefined>;
   /** Makes the `Mcp-Session-Id` of each new session (default a random UUID); a cluster's names its replica (docs/cluster-sessions.md). */
   sessionIdGenerator?: () => string;
   /**
@@ -407,7 +414,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     const origin = req.headers.origin;
     if (typeof origin === 'string' && !isLoopbackOrigin(origin) && !options.allowedOrigins?.includes(origin)) return jsonRpcError(res, 403, `requests from origin ${origin} are not allowed`);
     const url = new URL(req.url ?? '/', `http://${req.headers.host}`);
-    const extra = options.extraRoute?.(url, req);
+    const extra = await options.extraRoute?.(url, req);
     if (extra) {
       res.writeHead(extra.status, { 'content-type': 'application/json', ...extra.headers });
       res.end(extra.body);

@@ -156,4 +156,25 @@ describe('OAuth, 2026-07-28 rules: the protected resource moves to another autho
     for (const r of second.log) for (const secret of old) expect(`${r.query} ${r.authorization} ${r.body}`).not.toContain(secret);
     expect(first.requests.filter((r) => !r.includes('/.well-known/'))).toEqual(['POST /register', 'GET /authorize', 'POST /token']);
   });
+
+  it('the same authorization server named with a trailing slash is no move: the token is refreshed, nothing registered again', async () => {
+    const only = await as();
+    const mcp = await startResourceServer(only.base, () => [only]);
+    cleanups.push(() => mcp.close());
+    let asked = 0;
+    const c = authTestController(dir, { oauth: {}, onAuthorizationUrl: (server, url) => (asked++, browser(server, url)) });
+    cleanups.push(() => c.dispose());
+    await c.addRuntimeServer('remote', { type: 'http', url: mcp.url });
+    await c.start();
+    expect(stateOf(c)?.state).toBe('connected');
+    expect(asked).toBe(1);
+
+    mcp.authorizationServer = `${only.base}/`;
+    only.access.clear(); // the access token expired
+    const result = await c.callTool('mcp__remote__echo', { text: 'same server' });
+    expect(result.content).toEqual([{ type: 'text', text: 'same server' }]);
+    expect(asked).toBe(1);
+    expect(only.registered).toHaveLength(1);
+    expect(only.requests.filter((r) => !r.includes('/.well-known/'))).toEqual(['POST /register', 'GET /authorize', 'POST /token', 'POST /token']);
+  });
 });

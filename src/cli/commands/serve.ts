@@ -254,6 +254,12 @@ async function run(ctx: CliContext): Promise<number> {
   const secret = io.env[CLUSTER_SECRET_ENV] || undefined;
   const leaseMs = args.cluster ? leaseMsOf(io.env[LEASE_MS_ENV]) : undefined;
   const cluster = args.cluster ? await clusterKit!.openCluster({ ...args.cluster, log, ...(secret ? { secret } : {}), ...(leaseMs ? { leaseMs } : {}) }) : undefined;
+  // A managed server's OAuth sign-in may come back to any replica (docs/cluster-oauth.md): it needs the
+  // public URL (the callback beside it) and the secret (the flow's record is sealed like the credentials).
+  const signIns =
+    cluster?.tokens && secret && args.cluster?.publicUrl
+      ? new clusterKit!.RedisSignIns({ redis: cluster.redis, keys: cluster.keys, secret, publicUrl: args.cluster.publicUrl, log })
+      : undefined;
   // The resource URL is known once the port is: requests wait for it.
   let principals: ((url: string) => void) | undefined;
   const principalAuth = new Promise<import('../../cluster/principals.js').PrincipalAuth>((resolve) => {
@@ -269,7 +275,10 @@ async function run(ctx: CliContext): Promise<number> {
     // stops idle-timeout ms after the last such session left; one nobody names never starts.
     ...gatewayControllerOptions(args, () => pool, 'the gateway'),
     ...(cluster ? { approvals: cluster.approvals, listingCacheSecondLevel: cluster.listings } : {}),
-    ...(cluster?.tokens ? { oauth: { tokenStore: cluster.tokens } } : {}),
+    ...(cluster?.tokens ? { oauth: { tokenStore: cluster.tokens, ...(signIns ? { callback: signIns, authorizationTimeoutMs: clusterKit!.SIGN_IN_TTL_MS } : {}) } } : {}),
+    ...(signIns
+      ? { onAuthorizationUrl: (server: string, url: URL) => log(`"${server}" needs a sign-in: open ${url.href} (the browser may come back to any replica; the URL works once, for 10 minutes)`) }
+      : {}),
   });
   const controller = createMcpController(options);
   const session = untilStopped(ctx);
@@ -315,7 +324,7 @@ async function run(ctx: CliContext): Promise<number> {
         ...(cluster
           ? {
               authenticate: async (req) => (await principalAuth).authenticate(req),
-              extraRoute: (url) => metadataRoute?.route(url),
+              extraRoute: (url) => metadataRoute?.route(url) ?? signIns?.route(url),
               ...(cluster.sessions
                 ? {
                     // Signed ids naming this replica; another replica's session is forwarded to it (docs/cluster-sessions.md).
@@ -400,6 +409,7 @@ async function run(ctx: CliContext): Promise<number> {
     await http?.close().catch((err: unknown) => log(`closing the HTTP listener: ${describeError(err)}`));
     pool.close();
     await controller.dispose();
+    signIns?.close();
     await cluster?.close();
     cleanup();
   }
