@@ -47,8 +47,9 @@ export function createModernServer(pool: GatewayPool, lane: Pick<ModernLane, 'co
   server.setRequestHandler('prompts/list', () => asV2(core.listPrompts()));
   server.setRequestHandler('resources/list', () => asV2(core.listResources()));
   server.setRequestHandler('resources/templates/list', () => asV2(core.listResourceTemplates()));
-  server.setRequestHandler('resources/read', (request, ctx) => asV2(core.readResource(request.params, { signal: ctx.mcpReq.signal })));
-  server.setRequestHandler('prompts/get', (request, ctx) => asV2(core.getPrompt(request.params, { signal: ctx.mcpReq.signal })));
+  // Like a call, a read or a prompt spans rounds while its managed server asks the client.
+  server.setRequestHandler('resources/read', (request, ctx) => rounds.roundOf('resources/read', request.params, ctx, (c) => asV2(core.readResource(request.params, c))));
+  server.setRequestHandler('prompts/get', (request, ctx) => rounds.roundOf('prompts/get', request.params, ctx, (c) => asV2(core.getPrompt(request.params, c))));
   // A call spans rounds while the managed server (or a tool approval) asks the client: see input-rounds.ts.
   server.setRequestHandler('tools/call', (request, ctx) => {
     // Passed on when another replica answers the call (a cluster singleton: docs/cluster.md).

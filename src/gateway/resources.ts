@@ -55,7 +55,7 @@ export function serveResources(server: Server, pool: GatewayPool, core: SessionC
 
   server.setRequestHandler(ListResourcesRequestSchema, () => core.listResources());
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => core.listResourceTemplates());
-  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => core.readResource(request.params, { signal: extra.signal }));
+  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => core.readResource(request.params, { signal: extra.signal, requestId: extra.requestId }));
 
   server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
     await pool.ready(sessionId);

@@ -26,6 +26,7 @@ import { outsideScope, unservedName } from './refusals.js';
 import { SessionExposure } from './exposure.js';
 import type { ElicitationAnswer, ElicitationRequest } from '../connection/client-capabilities.js';
 import { approvalAnswer, approvalElicitation } from './tool-approval.js';
+import { templateMatches } from '../registry/resources.js';
 
 /** The gateway's name and version in `initialize` and `server/discover`. */
 export const GATEWAY_INFO = Object.freeze({ name: 'mcp-reconciler', version: '0.1.0' });
@@ -83,10 +84,20 @@ export interface SessionCore {
   listTools(): Promise<{ tools: Tool[] }>;
   callTool(params: { name: string; arguments?: Record<string, unknown> }, ctx: CallContext): Promise<CallToolResult>;
   listPrompts(): Promise<{ prompts: Prompt[] }>;
-  getPrompt(params: { name: string; arguments?: Record<string, string> }, ctx: { signal: AbortSignal }): Promise<GetPromptResult>;
+  getPrompt(params: { name: string; arguments?: Record<string, string> }, ctx: ReadContext): Promise<GetPromptResult>;
   listResources(): Promise<{ resources: Resource[] }>;
   listResourceTemplates(): Promise<{ resourceTemplates: ResourceTemplate[] }>;
-  readResource(params: { uri: string }, ctx: { signal: AbortSignal }): Promise<ReadResourceResult>;
+  readResource(params: { uri: string }, ctx: ReadContext): Promise<ReadResourceResult>;
+}
+
+/**
+ * How a `prompts/get` or `resources/read` reaches the core. With `requestId`
+ * the request is tracked like a call, so a question its server asks
+ * meanwhile goes to this client (on the 2025 lane, on this request's stream).
+ */
+export interface ReadContext {
+  signal: AbortSignal;
+  requestId?: string | number;
 }
 
 function errorResult(text: string): CallToolResult {
@@ -109,6 +120,11 @@ function asListed<T extends { server: string; generation: number; cached?: true 
 export function asResourceError(err: unknown): unknown {
   if (!(err instanceof McpReconcilerError)) return err;
   return new McpError(err.code === ErrorCode.UnknownTool ? RESOURCE_NOT_FOUND : McpErrorCode.InvalidParams, err.message, { ...err.details });
+}
+
+/** The server a read of `uri` goes to among `servers` (the controller's rule: a listed URI, else a matching template). */
+function resourceOwner(controller: GatewayPool['controller'], uri: string, servers: string[] | undefined): string | undefined {
+  return controller.resources(servers).find((r) => r.uri === uri)?.server ?? controller.resourceTemplates(servers).find((t) => templateMatches(t.uriTemplate, uri))?.server;
 }
 
 /** Attach a session to `pool` and build its answers. */
@@ -217,11 +233,14 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
       if (pool.placement && !pool.placement.local(owner)) {
         throw new McpError(McpErrorCode.InvalidParams, `Prompt ${name} belongs to "${owner}", a singleton that runs on another replica of this gateway; its prompts are served by that replica only.`);
       }
+      const endCall = ctx.requestId !== undefined ? pool.trackCall(session.id, owner, ctx.requestId) : undefined;
       try {
         return await controller.getPrompt(registryName, params.arguments ?? {}, { signal: ctx.signal, timeoutMs: callTimeoutMs });
       } catch (err) {
         if (err instanceof McpReconcilerError) throw new McpError(McpErrorCode.InvalidParams, names.rename(err.message, registryName, name));
         throw err;
+      } finally {
+        endCall?.();
       }
     },
 
@@ -237,10 +256,14 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
 
     async readResource(params, ctx) {
       await pool.ready(session.id);
+      const owner = ctx.requestId !== undefined ? resourceOwner(controller, params.uri, servers) : undefined;
+      const endCall = owner !== undefined ? pool.trackCall(session.id, owner, ctx.requestId!) : undefined;
       try {
         return await controller.readResource(params.uri, { servers, signal: ctx.signal, timeoutMs: callTimeoutMs });
       } catch (err) {
         throw asResourceError(err);
+      } finally {
+        endCall?.();
       }
     },
   };
