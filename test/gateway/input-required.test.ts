@@ -75,11 +75,14 @@ async function connectV2(transport: TransportV2, asker: Asker, capabilities: Rec
 
 const CALL = { timeout: 60_000 };
 
+/** Each stdio client starts its own gateway and its four servers: a loaded machine needs room. */
+const SLOW = { timeout: 180_000 };
+
 /** The text of a prompt result's first message. */
 const promptText = (result: { messages: Array<{ content: unknown }> }): string => (result.messages[0]?.content as { text?: string } | undefined)?.text ?? '';
 
 function suite(kind: 'http' | 'stdio'): void {
-  describe(`serve --${kind}, a 2026-07-28 client`, () => {
+  describe(`serve --${kind}, a 2026-07-28 client`, SLOW, () => {
     const ws = workspace();
     const open: Array<() => Promise<unknown>> = [];
     let serve: ServeProcess | undefined;
@@ -181,7 +184,7 @@ function suite(kind: 'http' | 'stdio'): void {
 suite('http');
 suite('stdio');
 
-describe('a client that cannot elicit, and a 2025 client', () => {
+describe('a client that cannot elicit, and a 2025 client', SLOW, () => {
   const ws = workspace();
   let serve: ServeProcess | undefined;
   let url = '';
@@ -283,7 +286,7 @@ async function connectV1(transport: StdioClientTransport | StreamableHTTPClientT
   return { client, asked, completed };
 }
 
-describe('a 2025 client: questions during prompts/get and resources/read, and URL elicitation completion', () => {
+describe('a 2025 client: questions during prompts/get and resources/read, and URL elicitation completion', SLOW, () => {
   const ws = workspace();
   let serve: ServeProcess | undefined;
   let url = '';
