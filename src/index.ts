@@ -92,6 +92,7 @@ export async function discoverAndRequestJwtAuthorizationGrant(
   return (await import('./auth/cross-app-access.js')).discoverAndRequestJwtAuthorizationGrant(...args);
 }
 export type {
+  ElicitationCompleteHandler,
   ElicitationHandler,
   ElicitationRequest,
   ElicitationAnswer,

@@ -36,9 +36,17 @@ export type SamplingHandler = (
   options: { signal: AbortSignal },
 ) => CreateMessageResult | Promise<CreateMessageResult>;
 
+/**
+ * Told that `server` finished the out-of-band step of the URL elicitation
+ * `elicitationId` (`notifications/elicitation/complete`, 2025 revisions).
+ */
+export type ElicitationCompleteHandler = (server: string, elicitationId: string) => void;
+
 /** Host features the client declares to every server. */
 export interface ClientFeatures {
   onElicitation?: ElicitationHandler;
+  /** Hears `notifications/elicitation/complete` (only with `onElicitation`). */
+  onElicitationComplete?: ElicitationCompleteHandler;
   /** Elicitation modes offered when `onElicitation` is set. Default both. */
   elicitationModes?: readonly ('form' | 'url')[];
   onSampling?: SamplingHandler;
@@ -115,6 +123,8 @@ export function installClientHandlers(client: Client, server: string, features: 
       if (violations.length > 0) throw new ProtocolError(INVALID_PARAMS, `the answer does not match the requested schema: ${violations.join('; ')}`);
       return { action: 'accept', content: content as ElicitResult['content'] };
     });
+    const onComplete = features.onElicitationComplete;
+    if (onComplete) client.setNotificationHandler('notifications/elicitation/complete', (n) => onComplete(server, n.params.elicitationId));
   }
   if (features?.onSampling) {
     const onSampling = features.onSampling;

@@ -9,7 +9,7 @@ import type { ListingSecondLevel } from '../cache/listing-cache.js';
 import type { EnvPolicy } from '../connection/env.js';
 import type { RegisteredPrompt, RegisteredTool, SkippedTool } from '../registry/registry.js';
 import type { ResourceChange } from '../registry/resources.js';
-import type { ElicitationHandler, SamplingHandler } from '../connection/client-capabilities.js';
+import type { ElicitationCompleteHandler, ElicitationHandler, SamplingHandler } from '../connection/client-capabilities.js';
 import type { AuthorizationUrlHandler } from '../auth/manager.js';
 import type { AuthorizationGrantHandler } from '../auth/cross-app-access.js';
 import type { TokenStore } from '../auth/token-store.js';
@@ -265,6 +265,12 @@ export interface McpControllerOptions {
    * elicitation capability, so servers do not ask.
    */
   onElicitation?: ElicitationHandler;
+  /**
+   * Hears a server's `notifications/elicitation/complete`: the out-of-band
+   * step of a URL elicitation `onElicitation` accepted is done (2025
+   * revisions; the 2026-07-28 revision has no such notification).
+   */
+  onElicitationComplete?: ElicitationCompleteHandler;
   /** Answers `sampling/createMessage` with the host's model. Without it no sampling capability is declared. */
   onSampling?: SamplingHandler;
   /**

@@ -127,6 +127,7 @@ export class Workspace implements WorkspaceParts {
     const { options } = this;
     return {
       ...(options.onElicitation ? { onElicitation: options.onElicitation } : {}),
+      ...(options.onElicitationComplete ? { onElicitationComplete: options.onElicitationComplete } : {}),
       ...(options.onSampling ? { onSampling: options.onSampling } : {}),
       ...(options.roots === false ? {} : { roots: () => this.roots ?? workspaceRoots(this.root) }),
     };

@@ -12,13 +12,14 @@ export function gatewayControllerOptions(
   args: { lazy?: boolean; exposure?: ToolExposure | undefined; idleTimeoutMs?: number | undefined },
   pool: () => GatewayPool | undefined,
   what: string,
-): Pick<McpControllerOptions, 'onDemand' | 'startup' | 'toolExposure' | 'idleTimeoutMs' | 'onElicitation' | 'onSampling'> {
+): Pick<McpControllerOptions, 'onDemand' | 'startup' | 'toolExposure' | 'idleTimeoutMs' | 'onElicitation' | 'onElicitationComplete' | 'onSampling'> {
   return {
     onDemand: true,
     ...(args.lazy ? { startup: 'lazy' as const } : {}),
     ...(args.exposure ? { toolExposure: args.exposure } : {}),
     idleTimeoutMs: args.idleTimeoutMs ?? GATEWAY_IDLE_TIMEOUT_MS,
     onElicitation: (server, request, opts) => pool()?.elicit(server, request, opts) ?? { action: 'decline' },
+    onElicitationComplete: (server, elicitationId) => pool()?.elicitationComplete(server, elicitationId),
     onSampling: (server, request, opts) => {
       const p = pool();
       if (!p) throw new Error(`${what} is not ready`);

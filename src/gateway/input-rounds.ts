@@ -1,17 +1,19 @@
 /**
  * Input-required rounds of the 2026-07-28 lane (SPEC §15): that revision has
  * no server-to-client requests, so when a managed server elicits or samples
- * during a client's `tools/call` (or the gateway asks for a tool approval),
- * the call's answer is an input-required result carrying the question; the
- * client answers it by sending the call again with `inputResponses` and the
- * `requestState` it got, and the gateway hands the answers to the questions
- * still waiting, then answers that retry with the result or the next
- * questions.
+ * during a client's `tools/call`, `prompts/get` or `resources/read` (or the
+ * gateway asks for a tool approval), the request's answer is an
+ * input-required result carrying the question; the client answers it by
+ * sending the request again with `inputResponses` and the `requestState` it
+ * got, and the gateway hands the answers to the questions still waiting,
+ * then answers that retry with the result or the next questions.
  *
- * The call to the managed server keeps running between rounds. Its state
- * stays here, keyed by an unguessable token (the `requestState`), per lane,
- * so only a client of the same scope holding the token can continue it; a
- * flow the client does not continue within the call timeout is cancelled.
+ * The request to the managed server keeps running between rounds. Its state
+ * stays here, in this process (docs/gateway-rounds.md), keyed by an
+ * unguessable token (the `requestState`), per lane, so only a client of the
+ * same scope holding the token, retrying the same method with the same
+ * params, can continue it; a flow the client does not continue within the
+ * call timeout is cancelled.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -38,16 +40,24 @@ interface OpenInput {
   cancel(reason: string): void;
 }
 
-/** One client call spanning rounds. */
+/** The requests whose answer may be an input-required result (the revision's multi-round-trip methods). */
+export type RoundMethod = 'tools/call' | 'prompts/get' | 'resources/read';
+
+/** A round's params as the SDK hands them over (`inputResponses` and `requestState` lifted out). */
+type RoundParams = { _meta?: { progressToken?: string | number } } & ({ name: string } | { uri: string });
+
+/** One client request spanning rounds. */
 interface Flow {
   readonly id: string;
-  readonly tool: string;
+  readonly method: RoundMethod;
+  /** The first round's params without `_meta`: a retry must carry the same. */
+  readonly params: Record<string, unknown>;
   readonly abort: AbortController;
   /** The client's capabilities as its latest round declared them. */
   caps: ClientCapabilities;
   readonly open: Map<string, OpenInput>;
-  /** Settles when the call ends. */
-  readonly done: Promise<{ result: CallToolResultV2 } | { error: unknown }>;
+  /** Settles when the request ends. */
+  readonly done: Promise<{ result: unknown } | { error: unknown }>;
   ended: boolean;
   /** Wakes the round waiting for this flow when a question arrives. */
   wake?: () => void;
@@ -75,6 +85,28 @@ function canSample(caps: ClientCapabilities, request: CreateMessageRequest['para
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** JSON equality (key order aside): a retry's params against the first round's. */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((v, i) => sameJson(v, b[i]));
+  if (!isObject(a) || !isObject(b)) return false;
+  const keys = Object.keys(a).filter((k) => a[k] !== undefined);
+  return keys.length === Object.keys(b).filter((k) => b[k] !== undefined).length && keys.every((k) => sameJson(a[k], b[k]));
+}
+
+/** `params` without `_meta` (progress tokens and envelopes may differ between rounds). */
+function withoutMeta(params: RoundParams): Record<string, unknown> {
+  const { _meta: _ignored, ...rest } = params as RoundParams & Record<string, unknown>;
+  return rest;
+}
+
+/** What to send again, for the refusal of an unknown `requestState`. */
+function againText(method: RoundMethod, params: RoundParams): string {
+  if (method === 'resources/read') return `read ${(params as { uri: string }).uri} again`;
+  const name = (params as { name: string }).name;
+  return method === 'prompts/get' ? `get the prompt ${name} again` : `call ${name} again`;
+}
+
 /** The pending calls of one lane. */
 export class InputRounds {
   private readonly flows = new Map<string, Flow>();
@@ -97,19 +129,28 @@ export class InputRounds {
    * `inputResponses` to the questions waiting. Resolves with the call's
    * result, or with an input-required result while questions are open.
    */
-  async round(
+  round(
     params: { name: string; _meta?: { progressToken?: string | number } },
     ctx: ServerContext,
     call: (callCtx: CallContext, flowId: string) => Promise<CallToolResultV2>,
   ): Promise<CallToolResultV2 | InputRequiredResult> {
+    return this.roundOf('tools/call', params, ctx, call);
+  }
+
+  /**
+   * {@link round} for any multi-round-trip request (`prompts/get` and
+   * `resources/read` too): `run` is the request to answer, started once and
+   * kept running across the rounds.
+   */
+  async roundOf<R>(method: RoundMethod, params: RoundParams, ctx: ServerContext, run: (callCtx: CallContext, flowId: string) => Promise<R>): Promise<R | InputRequiredResult> {
     const token = ctx.mcpReq.requestState();
     let flow: Flow;
     if (typeof token === 'string') {
       const found = this.byState.get(token);
-      if (!found || found.tool !== params.name) {
+      if (!found || found.method !== method || !sameJson(found.params, withoutMeta(params))) {
         throw new ProtocolError(
           ProtocolErrorCode.InvalidParams,
-          `This requestState is unknown or expired (the gateway cancels a call that waits for input longer than its call timeout, and a gateway restart forgets them): call ${params.name} again without requestState.`,
+          `This requestState is unknown or expired (it works once, for the same request and params; the gateway cancels a request that waits for input longer than its call timeout, and a gateway restart forgets them): ${againText(method, params)} without requestState.`,
         );
       }
       flow = found;
@@ -123,7 +164,7 @@ export class InputRounds {
         if (input.answer(responses[key])) flow.open.delete(key);
       }
     } else {
-      flow = this.start(params.name, envelopeCapabilities(ctx), call);
+      flow = this.start(method, withoutMeta(params), envelopeCapabilities(ctx), run);
     }
     const progressToken = params._meta?.progressToken;
     flow.progress =
@@ -137,20 +178,20 @@ export class InputRounds {
     if (signal.aborted) flow.abort.abort(signal.reason);
     else signal.addEventListener('abort', () => current && flow.abort.abort(signal.reason), { once: true });
     try {
-      return await this.next(flow);
+      return (await this.next(flow)) as R | InputRequiredResult;
     } finally {
       current = false;
       flow.progress = undefined;
     }
   }
 
-  private start(tool: string, caps: ClientCapabilities, call: (callCtx: CallContext, flowId: string) => Promise<CallToolResultV2>): Flow {
+  private start(method: RoundMethod, params: Record<string, unknown>, caps: ClientCapabilities, call: (callCtx: CallContext, flowId: string) => Promise<unknown>): Flow {
     const id = `mrtr:${randomUUID()}`;
     const abort = new AbortController();
     // Registered before the call starts, so a question the call asks at once finds its flow.
     let settle!: (outcome: Awaited<Flow['done']>) => void;
     const done = new Promise<Awaited<Flow['done']>>((resolve) => (settle = resolve));
-    const flow: Flow = { id, tool, abort, caps, open: new Map(), done, ended: false, seq: 0 };
+    const flow: Flow = { id, method, params, abort, caps, open: new Map(), done, ended: false, seq: 0 };
     this.flows.set(id, flow);
     call({ signal: abort.signal, requestId: id, progress: (p) => flow.progress?.(p) }, id).then(
       (result) => settle({ result }),
@@ -161,7 +202,7 @@ export class InputRounds {
   }
 
   /** Wait until the call ends or questions are open; answer the round accordingly. */
-  private next(flow: Flow): Promise<CallToolResultV2 | InputRequiredResult> {
+  private next(flow: Flow): Promise<unknown> {
     if (flow.open.size > 0 && !flow.ended) return Promise.resolve(this.ask(flow));
     return new Promise((resolve, reject) => {
       let settled = false;

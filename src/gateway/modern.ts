@@ -53,8 +53,9 @@ export function createModernServer(pool: GatewayPool, lane: Pick<ModernLane, 'co
     const forwardedBy = ctx.http?.req?.headers.get(FORWARDED_BY_HEADER) ?? undefined;
     return { signal: ctx.mcpReq.signal, ...(authorization ? { authorization } : {}), ...(forwardedBy ? { forwardedBy } : {}) };
   };
-  server.setRequestHandler('resources/read', (request, ctx) => asV2(core.readResource(request.params, caller(ctx))));
-  server.setRequestHandler('prompts/get', (request, ctx) => asV2(core.getPrompt(request.params, caller(ctx))));
+  // Like a call, a read or a prompt spans rounds while its managed server asks the client.
+  server.setRequestHandler('resources/read', (request, ctx) => rounds.roundOf('resources/read', request.params, ctx, (c) => asV2(core.readResource(request.params, { ...caller(ctx), ...c }))));
+  server.setRequestHandler('prompts/get', (request, ctx) => rounds.roundOf('prompts/get', request.params, ctx, (c) => asV2(core.getPrompt(request.params, { ...caller(ctx), ...c }))));
   // A call spans rounds while the managed server (or a tool approval) asks the client: see input-rounds.ts.
   server.setRequestHandler('tools/call', (request, ctx) => {
     // Passed on when another replica answers the call (a cluster singleton: docs/cluster.md).

@@ -60,7 +60,16 @@ export interface SessionListener {
   elicit?(request: ElicitationRequest, options: ForwardOptions): Promise<ElicitationAnswer> | undefined;
   /** Ask this session's client (`sampling/createMessage`); `undefined` when the client did not declare sampling. */
   sample?(request: CreateMessageRequest['params'], options: ForwardOptions): Promise<CreateMessageResult> | undefined;
+  /**
+   * Tell this session's client that the URL elicitation `elicitationId` it
+   * was asked is complete (`notifications/elicitation/complete`);
+   * `relatedRequestId` while the call that asked is still running.
+   */
+  elicitationComplete?(elicitationId: string, options: { relatedRequestId?: RequestId }): void;
 }
+
+/** How many asked URL elicitations the pool remembers for their completion (the oldest is forgotten first). */
+const URL_ELICITATIONS_KEPT = 256;
 
 /** One client session attached to the pool. */
 export interface PoolSession {
@@ -162,6 +171,8 @@ export class GatewayPool {
   private promptKeys = new Map<string, string>();
   /** Calls in flight, oldest first: who to ask when a server elicits or samples during a call. */
   private readonly calls: Array<{ sessionId: string; server: string; requestId: RequestId }> = [];
+  /** URL elicitations forwarded, by server and `elicitationId`: who to tell when the server says it is complete. */
+  private readonly urlElicitations = new Map<string, { listener: SessionListener; requestId: RequestId | undefined }>();
   /** Servers the pool holds in the controller: those with at least one session. */
   private readonly held = new Set<string>();
   /** Of {@link held}, those the controller was asked to hold (after the gate, when there is one). */
@@ -226,6 +237,7 @@ export class GatewayPool {
       transport,
       release: () => {
         if (!this.sessions.delete(id)) return;
+        for (const [key, asked] of this.urlElicitations) if (asked.listener === listener) this.urlElicitations.delete(key);
         this.syncHolds(this.namesOf(scope));
       },
     };
@@ -361,7 +373,41 @@ export class GatewayPool {
    * With none, the answer is `decline`.
    */
   elicit(server: string, request: ElicitationRequest, options: { signal: AbortSignal }): Promise<ElicitationAnswer> {
-    return this.forward(server, options, (l, o) => l.elicit?.(request, o)) ?? Promise.resolve({ action: 'decline' });
+    const id = request.mode === 'url' ? (request as { elicitationId?: unknown }).elicitationId : undefined;
+    if (typeof id !== 'string') return this.forward(server, options, (l, o) => l.elicit?.(request, o)) ?? Promise.resolve({ action: 'decline' });
+    // A URL elicitation's completion comes later, as a notification: remember who was asked.
+    return (
+      this.forward(server, options, (l, o) => {
+        const answer = l.elicit?.(request, o);
+        if (answer) this.rememberUrlElicitation(`${server}\0${id}`, l, o.relatedRequestId);
+        return answer;
+      }) ?? Promise.resolve({ action: 'decline' })
+    );
+  }
+
+  private rememberUrlElicitation(key: string, listener: SessionListener, requestId: RequestId | undefined): void {
+    this.urlElicitations.delete(key);
+    this.urlElicitations.set(key, { listener, requestId });
+    if (this.urlElicitations.size > URL_ELICITATIONS_KEPT) this.urlElicitations.delete(this.urlElicitations.keys().next().value!);
+  }
+
+  /**
+   * `server` says its URL elicitation `elicitationId` is complete: tell the
+   * client that was asked, if its session is still here (on the call's
+   * stream while the call runs). Once per elicitation.
+   */
+  elicitationComplete(server: string, elicitationId: string): void {
+    const key = `${server}\0${elicitationId}`;
+    const asked = this.urlElicitations.get(key);
+    if (!asked) return;
+    this.urlElicitations.delete(key);
+    if (![...this.sessions.values()].some((e) => e.listener === asked.listener)) return;
+    const running = asked.requestId !== undefined && this.calls.some((c) => c.server === server && c.requestId === asked.requestId);
+    try {
+      asked.listener.elicitationComplete?.(elicitationId, running ? { relatedRequestId: asked.requestId } : {});
+    } catch (err) {
+      this.options.onError?.(`telling a client elicitation ${elicitationId} of "${server}" is complete: ${describeError(err)}`);
+    }
   }
 
   /** Forward `sampling/createMessage` like {@link elicit}; with no client that samples, an MCP error says so. */
@@ -413,6 +459,7 @@ export class GatewayPool {
     this.closed = true;
     for (const off of this.unsubscribe.splice(0)) off();
     this.sessions.clear();
+    this.urlElicitations.clear();
     for (const name of this.holding) this.controller.release(name);
     this.held.clear();
     this.holding.clear();

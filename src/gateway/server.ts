@@ -84,6 +84,8 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
         return server.elicitInput(request, opts).then((r) => ({ action: r.action, ...(r.content ? { content: r.content as Record<string, unknown> } : {}) }));
       },
       sample: (request, opts) => (server.getClientCapabilities()?.sampling ? (server.createMessage(request, opts) as Promise<CreateMessageResult>) : undefined),
+      elicitationComplete: (elicitationId, opts) =>
+        void server.notification({ method: 'notifications/elicitation/complete', params: { elicitationId } }, opts.relatedRequestId !== undefined ? opts : undefined).catch(() => undefined),
     },
   });
   const { session } = core;

@@ -60,6 +60,12 @@ export interface SessionCoreOptions {
 /** How a request reaches the core: its abort signal, and who sent it (for another replica that answers it). */
 export interface RequestContext {
   signal: AbortSignal;
+  /**
+   * With it, a `prompts/get` or `resources/read` is tracked like a call, so a
+   * question its server asks meanwhile goes to this client (on the 2025
+   * lane, on this request's stream).
+   */
+  requestId?: string | number;
   /** The HTTP request's `Authorization` header, passed on when the request is answered by another replica. */
   authorization?: string;
   /** The forwarding replica, when another replica forwarded this request (docs/cluster.md). */
@@ -70,7 +76,7 @@ export interface RequestContext {
  * The {@link RequestContext} of a request on the 2025 lane (SDK v1's
  * handler `extra`): its signal, and the headers another replica needs.
  */
-export function requestContext(extra: { signal: AbortSignal; requestInfo?: { headers?: Record<string, string | string[] | undefined> } }): RequestContext {
+export function requestContext(extra: { signal: AbortSignal; requestId?: string | number; requestInfo?: { headers?: Record<string, string | string[] | undefined> } }): RequestContext {
   const headers = extra.requestInfo?.headers ?? {};
   const header = (key: string): string | undefined => {
     const v = headers[key];
@@ -78,7 +84,7 @@ export function requestContext(extra: { signal: AbortSignal; requestInfo?: { hea
   };
   const authorization = header('authorization');
   const forwardedBy = header(FORWARDED_BY_HEADER);
-  return { signal: extra.signal, ...(authorization ? { authorization } : {}), ...(forwardedBy ? { forwardedBy } : {}) };
+  return { signal: extra.signal, ...(extra.requestId !== undefined ? { requestId: extra.requestId } : {}), ...(authorization ? { authorization } : {}), ...(forwardedBy ? { forwardedBy } : {}) };
 }
 
 /** How a `tools/call` reaches the core: its abort signal, its id, and where progress goes. */
@@ -244,11 +250,14 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
         const remote = await pool.placement.getPrompt(owner, { name, ...(params.arguments ? { arguments: params.arguments } : {}), ...placed(ctx) });
         if (remote) return remote;
       }
+      const endCall = ctx.requestId !== undefined ? pool.trackCall(session.id, owner, ctx.requestId) : undefined;
       try {
         return await controller.getPrompt(registryName, params.arguments ?? {}, { signal: ctx.signal, timeoutMs: callTimeoutMs });
       } catch (err) {
         if (err instanceof McpReconcilerError) throw new McpError(McpErrorCode.InvalidParams, names.rename(err.message, registryName, name));
         throw err;
+      } finally {
+        endCall?.();
       }
     },
 
@@ -264,16 +273,20 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
 
     async readResource(params, ctx) {
       await pool.ready(session.id);
+      // Its server: the read is tracked like a call (a question it asks reaches this client), or answered by another replica.
+      const owner = ctx.requestId !== undefined || pool.placement ? controller.resourceOwner(params.uri, servers) : undefined;
+      const endCall = owner !== undefined && ctx.requestId !== undefined ? pool.trackCall(session.id, owner, ctx.requestId) : undefined;
       try {
         // A resource of a server that runs on another replica (a cluster singleton): that replica answers.
-        const owner = pool.placement ? controller.resourceOwner(params.uri, servers) : undefined;
-        if (owner !== undefined && !pool.placement!.local(owner)) {
+        if (owner !== undefined && pool.placement && !pool.placement.local(owner)) {
           const remote = await pool.placement!.readResource(owner, { uri: params.uri, ...placed(ctx) });
           if (remote) return remote;
         }
         return await controller.readResource(params.uri, { servers, signal: ctx.signal, timeoutMs: callTimeoutMs });
       } catch (err) {
         throw asResourceError(err);
+      } finally {
+        endCall?.();
       }
     },
   };
