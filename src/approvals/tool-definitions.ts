@@ -42,6 +42,16 @@ interface Record_ {
   drift?: ToolDrift;
 }
 
+/**
+ * Whether two listings of a tool define it alike. Equal JSON is the common
+ * case (a server listing what it listed before) and far cheaper than two
+ * hashes: a warm start reviews every cached tool (docs/performance.md). Key
+ * order alone is no change, so unequal JSON is settled by the hashes.
+ */
+function sameDefinition(a: Tool, b: Tool): boolean {
+  return JSON.stringify(a) === JSON.stringify(b) || definitionHash(a) === definitionHash(b);
+}
+
 /** The drift of `tools` against `accepted`, or undefined when there is none. */
 export function driftOf(accepted: Readonly<Record<string, Tool>>, tools: readonly Tool[], held: boolean, since: string): ToolDrift | undefined {
   const changed: string[] = [];
@@ -49,7 +59,7 @@ export function driftOf(accepted: Readonly<Record<string, Tool>>, tools: readonl
   for (const t of tools) {
     const old = Object.hasOwn(accepted, t.name) ? accepted[t.name] : undefined;
     if (!old) added.push(t.name);
-    else if (definitionHash(old) !== definitionHash(t)) changed.push(t.name);
+    else if (!sameDefinition(old, t)) changed.push(t.name);
   }
   return changed.length + added.length === 0 ? undefined : { changed, added, held, since };
 }

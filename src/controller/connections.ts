@@ -21,6 +21,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { getOwn } from '../util/own.js';
 import type { AuthHooks } from './auth.js';
 import type { Workspace } from './workspace.js';
+import { EraMemory } from './era-memory.js';
 
 /** How a connection ended; `permanent` when the generation was closed because its listing was rejected. */
 export interface Lost {
@@ -94,6 +95,8 @@ export class Connections {
   private readonly startListeners = new Set<() => void>();
   /** The turn the connects begun in this one wait for before they spawn anything (see `laterTurn`). */
   private spawnTurn: Promise<void> | undefined;
+  /** The programs found to speak only 2025 revisions: an edit of their config opens without a probe. */
+  private readonly eras = new EraMemory();
 
   constructor(
     private readonly ws: Workspace,
@@ -219,8 +222,8 @@ export class Connections {
         cwd: ws.root,
         timeoutMs: settings.connectTimeoutMs,
         ...(settings.protocol ? { protocol: settings.protocol } : {}),
-        // The era the last connection found: no probe this time (docs/protocol.md).
-        ...((p) => (p ? { prior: p } : {}))(ws.cache?.get(entry.fingerprint)?.protocol),
+        // The era the last connection of this config (or, for a 2025-era one, of this program) found: no probe (docs/protocol.md).
+        ...((p) => (p ? { prior: p } : {}))(ws.cache?.get(entry.fingerprint)?.protocol ?? this.eras.get(entry)),
         // Slow starts are the machine's `connecting.slow`, not a failure, up to the start bound.
         backgroundStart: true,
         startTimeoutMs: entry.config.startTimeoutMs ?? settings.startTimeoutMs,
@@ -235,6 +238,8 @@ export class Connections {
     } finally {
       hold?.release();
     }
+    // Whatever becomes of this generation, the era it found holds for the next one.
+    this.eras.remember(entry, entry.config.protocol ?? settings.protocol ?? 'auto', conn.protocol);
     if (signal.aborted || ws.disposing) {
       await conn.close();
       throw new McpReconcilerError(ErrorCode.ConnectFailed, `connect of "${name}" was cancelled`);
