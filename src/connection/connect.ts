@@ -240,7 +240,7 @@ class Connection implements LiveConnection {
   protocol: ProtocolVerdict = { era: 'legacy' };
 
   private readonly entry: DesiredServer;
-  private readonly opts: ConnectOptions;
+  private opts: ConnectOptions;
   private readonly kind: ReturnType<typeof transportOf>;
   /** Differs from `kind` only after the SSE fallback. */
   private used: ReturnType<typeof transportOf>;
@@ -264,8 +264,8 @@ class Connection implements LiveConnection {
   private shutdownPromise: Promise<void> | undefined;
   /** What the entry's `headersHelper` printed (re-run after a 401 once connected); merged over `headers`, never logged. */
   private helper: HelperHeaders | undefined;
-  /** What building (and re-building, for the SSE fallback) a transport needs. */
-  private readonly transportContext: TransportContext;
+  /** What building (and re-building, for the SSE fallback) a transport needs; dropped once open. */
+  private transportContext: TransportContext | undefined;
   /** The new wire's change stream (`subscriptions/listen`): list changes and subscribed resources. */
   private listening: McpSubscription | undefined;
   /** Resource URIs subscribed on the new wire: they ride in the listen filter. */
@@ -296,7 +296,8 @@ class Connection implements LiveConnection {
       ...(opts.envPolicy ? { envPolicy: opts.envPolicy } : {}),
       tracker: opts.tracker,
       ...(opts.signal ? { signal: opts.signal } : {}),
-      ...(opts.startPhase?.spawned ? { onSpawn: opts.startPhase.spawned } : {}),
+      // Through `opts`, which lets go of the hooks once open (`settle`); the transport keeps this one.
+      ...(opts.startPhase?.spawned ? { onSpawn: (pid: number) => this.opts.startPhase?.spawned?.(pid) } : {}),
       ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),
       ...(opts.wrapFetch ? { wrapFetch: opts.wrapFetch } : {}),
       onStatus: (status) => this.recordStatus(status),
@@ -424,6 +425,7 @@ class Connection implements LiveConnection {
       if (deadline.signal.aborted) throw deadline.signal.reason;
       this.state = 'ready';
       this.helper?.arm();
+      this.settle();
     } catch (err) {
       await this.shutdown();
       if (timedOut && startBound !== undefined) throw startTimeoutError(this.name, startBound, this.unanswered.values().next().value ?? 'initialize', err, (m) => this.withStderr(m));
@@ -445,6 +447,17 @@ class Connection implements LiveConnection {
       outer?.removeEventListener('abort', onOuterAbort);
       this.failConnect = undefined;
     }
+  }
+
+  /**
+   * Once open, let go of what only the open needed (the start-phase hooks and
+   * the limiter's timers they hold, the connect signal, the transport recipe):
+   * it would otherwise live as long as the connection.
+   */
+  private settle(): void {
+    const { startPhase: _startPhase, signal: _signal, ...kept } = this.opts;
+    this.opts = kept;
+    this.transportContext = undefined;
   }
 
   /** One connect over a new transport: handshake (or adopt `prior`), change stream, listings. */
@@ -755,7 +768,7 @@ class Connection implements LiveConnection {
   }
 
   private async buildTransport(): Promise<Transport> {
-    const built = await buildTransport(this.transportContext);
+    const built = await buildTransport(this.transportContext!);
     this.helper = built.helper;
     this.stdio = built.stdio;
     this.http = built.http;
@@ -772,7 +785,7 @@ class Connection implements LiveConnection {
     this.permanentStatus = undefined;
     this.lastTransportError = undefined;
     this.used = 'sse';
-    this.transport = await sseTransport(this.transportContext, this.helper);
+    this.transport = await sseTransport(this.transportContext!, this.helper);
   }
 
   /** Remember a 401 (a connect failure is then needs_auth) and the first status no retry changes. */

@@ -184,7 +184,7 @@ export function holdWhileStarting(lease: Lease, options: StartHoldOptions): Star
   // The process's own CPU reading at spawn, to report what its start cost once it answers.
   let spawnedPid: number | undefined;
   let ticksAtSpawn: number | undefined;
-  let cap = setTimeout(() => release(), options.blindHoldMs ?? 1_000);
+  let cap: NodeJS.Timeout | undefined = setTimeout(() => release(), options.blindHoldMs ?? 1_000);
   cap.unref();
 
   function release(): void {
@@ -192,6 +192,9 @@ export function holdWhileStarting(lease: Lease, options: StartHoldOptions): Star
     released = true;
     clearTimeout(cap);
     if (sampler) clearInterval(sampler);
+    // The hooks outlive the hold (a connection keeps its transport's spawn hook): not the timers.
+    sampler = undefined;
+    cap = undefined;
     lease.release();
   }
 

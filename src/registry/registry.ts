@@ -161,8 +161,13 @@ function toRegisteredTool(server: string, tool: Tool, generation: number, cached
   if (tool.description !== undefined) out.description = tool.description;
   if (tool.outputSchema !== undefined) out.outputSchema = tool.outputSchema;
   if (tool.annotations !== undefined) out.annotations = tool.annotations;
-  defineLazyTokens(out, () => countDefinitionTokens({ name: out.name, description: out.description, inputSchema: out.inputSchema }));
+  defineLazyTokens(out, toolTokens);
   return Object.freeze(out as RegisteredTool);
+}
+
+/** `tokens` of a registered tool: one function for all, so they share one getter (tokens.ts). */
+function toolTokens(tool: Omit<RegisteredTool, 'tokens'>): number {
+  return countDefinitionTokens({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema });
 }
 
 function toRegisteredPrompt(server: string, prompt: Prompt, generation: number, cached?: boolean): RegisteredPrompt {

@@ -78,6 +78,19 @@ describe('ToolRegistry.commit', () => {
     expect(r.servers()).toEqual(['alpha', 'zeta']);
   });
 
+  it('gives every registered tool the one lazy `tokens` getter (one hidden class for all, not a getter per tool)', () => {
+    const r = new ToolRegistry();
+    r.commit('s', 1, { tools: [tool('a'), tool('b')], prompts: [] });
+    r.commit('t', 1, { tools: [tool('c')], prompts: [] });
+    const getters = new Set(r.tools().map((t) => Object.getOwnPropertyDescriptor(t, 'tokens')?.get));
+    expect(getters.size).toBe(1);
+    // Still each tool's own count, enumerable like any field.
+    const [a, b] = r.tools();
+    expect(a!.tokens).toBeGreaterThan(0);
+    expect(Object.keys(a!)).toContain('tokens');
+    expect({ ...b }.tokens).toBe(b!.tokens);
+  });
+
   it('hands out entries that cannot be changed from outside', () => {
     const r = new ToolRegistry();
     r.commit('s', 1, { tools: [tool('a')], prompts: [] });
