@@ -54,7 +54,7 @@ describe('serve --cluster: prompts and resources of a singleton, sessions to the
       s: { ...fx.ws.server('1'), singleton: true },
       r: { command: process.execPath, args: [fixturePath('resource-server')], env: { [MARKER]: fx.ws.mark }, singleton: true },
     });
-    redis = createClient({ socket: { path: fx.redis.socket } });
+    redis = createClient({ socket: { path: fx.redis.socket, tls: false } });
     await redis.connect();
     decoy.server = createServer((req, res) => {
       decoy.hits++;
