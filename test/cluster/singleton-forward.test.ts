@@ -54,7 +54,7 @@ describe('serve --cluster: prompts and resources of a singleton, sessions to the
       s: { ...fx.ws.server('1'), singleton: true },
       r: { command: process.execPath, args: [fixturePath('resource-server')], env: { [MARKER]: fx.ws.mark }, singleton: true },
     });
-    redis = createClient({ socket: { path: fx.redis.socket } });
+    redis = createClient({ socket: { path: fx.redis.socket, tls: false } });
     await redis.connect();
     decoy.server = createServer((req, res) => {
       decoy.hits++;
@@ -150,7 +150,7 @@ describe('serve --cluster: prompts and resources of a singleton, sessions to the
     await c.serve.stop();
   }, 240_000);
 
-  it('a forged announcement in Redis redirects nothing: the replicas ignore it, say so, and the call is served once the forged lease expires', async () => {
+  it('a forged announcement in Redis redirects nothing: the replicas ignore it, say so, and the calls are served once the forged leases expire', async () => {
     // Whoever can write to Redis but lacks the secret: a lease naming a replica of theirs, announced at their address.
     const fake = 'fa11fa11fa11';
     const bad = 'badbadbadbad';
@@ -159,9 +159,11 @@ describe('serve --cluster: prompts and resources of a singleton, sessions to the
     await announce(fake, {});
     await announce(bad, { sig: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' });
     await redis.sAdd(`mcpr:{${fx.workspaceId}}:replicas`, [fake, bad]);
-    // A loses s (its renewal is refused) and parks it; the forged holder's lease lasts 4 s.
-    await redis.set(`mcpr:{${fx.workspaceId}}:lease:s`, `${fake}:999`, { PX: 4_000 });
-    await redis.set(`mcpr:{${fx.workspaceId}}:lease:r`, `${bad}:999`, { PX: 4_000 });
+    // A loses s and r at its next renewal (refused: another token holds them) and parks them; the forged leases last 12 s.
+    await redis.set(`mcpr:{${fx.workspaceId}}:lease:s`, `${fake}:999`, { PX: 12_000 });
+    await redis.set(`mcpr:{${fx.workspaceId}}:lease:r`, `${bad}:999`, { PX: 12_000 });
+    await a.serve.fromStderr(/(singleton "s": lease lost \(token \d+: another replica holds it now\))/, "A's lost lease of s", 30_000);
+    await a.serve.fromStderr(/(singleton "r": lease lost \(token \d+: another replica holds it now\))/, "A's lost lease of r", 30_000);
     const pid = Number(textOf(await onB.client.callTool({ name: 'mcp__s__pid', arguments: {} })));
     expect(pid).toBeGreaterThan(0);
     const read = (await onB.client.readResource({ uri: 'note://static/hello' })).contents[0] as { text: string };
