@@ -129,7 +129,11 @@ export class RedisSignIns implements SharedCallback {
       signal.addEventListener('abort', onAbort, { once: true });
       poll();
     });
-    if (!outcome.ok) throw new Error(outcome.error ?? 'the sign-in failed on another replica');
+    if (!outcome.ok) {
+      const why = outcome.error ?? 'the sign-in failed on another replica';
+      this.options.log(`the sign-in of "${record.server}" started here failed: ${why}; reconnect the server to start a new one`);
+      throw new Error(why);
+    }
   }
 
   /**

@@ -42,6 +42,7 @@ describe('serve --cluster: a managed server\'s OAuth callback on any replica', (
   const fx = new ClusterFixture();
   let oauth: OAuthFixture;
   let other: OAuthFixture;
+  let third: OAuthFixture;
   let a: Replica;
   let b: Replica;
 
@@ -49,7 +50,8 @@ describe('serve --cluster: a managed server\'s OAuth callback on any replica', (
     await fx.startRedis();
     oauth = await startOAuthFixture();
     other = await startOAuthFixture();
-    fx.ws.writeUser({ remote: { type: 'http', url: oauth.url }, other: { type: 'http', url: other.url } });
+    third = await startOAuthFixture();
+    fx.ws.writeUser({ remote: { type: 'http', url: oauth.url }, other: { type: 'http', url: other.url }, third: { type: 'http', url: third.url } });
     a = await fx.replica('a', [], { MCP_RECONCILER_CLUSTER_SECRET: SECRET });
     b = await fx.replica('b', [], { MCP_RECONCILER_CLUSTER_SECRET: SECRET });
   }, 120_000);
@@ -58,6 +60,7 @@ describe('serve --cluster: a managed server\'s OAuth callback on any replica', (
     const left = await fx.stop();
     await oauth?.close();
     await other?.close();
+    await third?.close();
     expect(left).toBe(0);
   });
 
@@ -117,5 +120,23 @@ describe('serve --cluster: a managed server\'s OAuth callback on any replica', (
     expect(forged.status).toBe(400);
     expect(forged.body).toContain('Sign-in expired');
     expect(other.counts.authorization_code).toBe(0);
+  }, 180_000);
+
+  it('a sign-in the user refused (error=access_denied) ends on the starter with the authorization server\'s words', async () => {
+    await a.open('?servers=third');
+    const authUrl = await signInUrl(a, 'third');
+    // What the authorization server sends back when the user clicks "Deny".
+    const denied = new URL(CALLBACK);
+    denied.searchParams.set('error', 'access_denied');
+    denied.searchParams.set('error_description', 'the user said no');
+    denied.searchParams.set('state', authUrl.searchParams.get('state')!);
+    const page = await deliver(denied, b);
+    expect(page.status).toBe(400);
+    expect(page.body).toContain('Authorization failed');
+    expect(page.body).toContain('access_denied: the user said no');
+    await a.serve.fromStderr(/(the sign-in of "third" started here failed: [^\n]*access_denied[^\n]*)/, 'replica a to report the refused sign-in');
+    expect(third.counts.authorization_code).toBe(0);
+    // Used once: the same answer again is refused as a replay.
+    expect((await deliver(denied, a)).body).toContain('already used');
   }, 180_000);
 });
