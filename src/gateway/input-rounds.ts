@@ -50,8 +50,8 @@ type RoundParams = { _meta?: { progressToken?: string | number } } & ({ name: st
 interface Flow {
   readonly id: string;
   readonly method: RoundMethod;
-  /** The first round's params without `_meta`: a retry must carry the same. */
-  readonly params: Record<string, unknown>;
+  /** The first round's params: a retry must carry the same (`_meta` aside). */
+  readonly params: RoundParams;
   readonly abort: AbortController;
   /** The client's capabilities as its latest round declared them. */
   caps: ClientCapabilities;
@@ -85,19 +85,18 @@ function canSample(caps: ClientCapabilities, request: CreateMessageRequest['para
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** JSON equality (key order aside): a retry's params against the first round's. */
-function sameJson(a: unknown, b: unknown): boolean {
+/**
+ * JSON equality (key order aside): a retry's params against the first
+ * round's. `skip` names a top-level key left out (`_meta`: progress tokens
+ * may differ between rounds).
+ */
+function sameJson(a: unknown, b: unknown, skip?: string): boolean {
   if (a === b) return true;
   if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((v, i) => sameJson(v, b[i]));
   if (!isObject(a) || !isObject(b)) return false;
-  const keys = Object.keys(a).filter((k) => a[k] !== undefined);
-  return keys.length === Object.keys(b).filter((k) => b[k] !== undefined).length && keys.every((k) => sameJson(a[k], b[k]));
-}
-
-/** `params` without `_meta` (progress tokens and envelopes may differ between rounds). */
-function withoutMeta(params: RoundParams): Record<string, unknown> {
-  const { _meta: _ignored, ...rest } = params as RoundParams & Record<string, unknown>;
-  return rest;
+  const keysOf = (o: Record<string, unknown>): string[] => Object.keys(o).filter((k) => k !== skip && o[k] !== undefined);
+  const keys = keysOf(a);
+  return keys.length === keysOf(b).length && keys.every((k) => sameJson(a[k], b[k]));
 }
 
 /** What to send again, for the refusal of an unknown `requestState`. */
@@ -147,7 +146,7 @@ export class InputRounds {
     let flow: Flow;
     if (typeof token === 'string') {
       const found = this.byState.get(token);
-      if (!found || found.method !== method || !sameJson(found.params, withoutMeta(params))) {
+      if (!found || found.method !== method || !sameJson(found.params, params, '_meta')) {
         throw new ProtocolError(
           ProtocolErrorCode.InvalidParams,
           `This requestState is unknown or expired (it works once, for the same request and params; the gateway cancels a request that waits for input longer than its call timeout, and a gateway restart forgets them): ${againText(method, params)} without requestState.`,
@@ -164,7 +163,7 @@ export class InputRounds {
         if (input.answer(responses[key])) flow.open.delete(key);
       }
     } else {
-      flow = this.start(method, withoutMeta(params), envelopeCapabilities(ctx), run);
+      flow = this.start(method, params, envelopeCapabilities(ctx), run);
     }
     const progressToken = params._meta?.progressToken;
     flow.progress =
@@ -185,7 +184,7 @@ export class InputRounds {
     }
   }
 
-  private start(method: RoundMethod, params: Record<string, unknown>, caps: ClientCapabilities, call: (callCtx: CallContext, flowId: string) => Promise<unknown>): Flow {
+  private start(method: RoundMethod, params: RoundParams, caps: ClientCapabilities, call: (callCtx: CallContext, flowId: string) => Promise<unknown>): Flow {
     const id = `mrtr:${randomUUID()}`;
     const abort = new AbortController();
     // Registered before the call starts, so a question the call asks at once finds its flow.
