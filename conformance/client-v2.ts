@@ -19,7 +19,7 @@ import {
   type OAuthClientInformationContext,
   type OAuthClientProvider,
 } from '@modelcontextprotocol/client';
-import { argumentsFor, CLIENT_METADATA_URL, type ConformanceContext } from './support.js';
+import { argumentsFor, authorizationRedirect, CLIENT_METADATA_URL, conformanceRun, type ConformanceContext } from './support.js';
 
 const REDIRECT_URL = 'http://127.0.0.1:3000/callback';
 
@@ -82,11 +82,7 @@ class HeadlessProvider implements OAuthClientProvider {
   }
 
   async redirectToAuthorization(url: URL): Promise<void> {
-    const authorize = await fetch(url, { redirect: 'manual' });
-    const location = authorize.headers.get('location');
-    await authorize.body?.cancel();
-    if (!location) throw new Error(`the authorization endpoint answered ${authorize.status} without a redirect`);
-    this.callback = new URL(location, url).searchParams;
+    this.callback = (await authorizationRedirect(url)).searchParams;
   }
 
   private discovery: DiscoveryState | undefined;
@@ -122,13 +118,9 @@ function providerFor(scenario: string, ctx: ConformanceContext): OAuthClientProv
 }
 
 async function main(): Promise<number> {
-  const url = process.argv[2];
-  if (!url) {
-    process.stderr.write('usage: client-v2.js SERVER_URL (run by the conformance suite)\n');
-    return 2;
-  }
-  const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
-  const ctx = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as ConformanceContext;
+  const run = conformanceRun('client-v2.js');
+  if (!run) return 2;
+  const { url, scenario, ctx } = run;
   const version = process.env.MCP_CONFORMANCE_PROTOCOL_VERSION;
   const modern = version !== undefined && version >= '2026-07-28';
   const provider = providerFor(scenario, ctx);

@@ -23,7 +23,7 @@ import {
   type ServerConfig,
   type ServerOAuthConfig,
 } from '../src/index.js';
-import { argumentsFor, CLIENT_METADATA_URL, type ConformanceContext } from './support.js';
+import { argumentsFor, authorizationRedirect, CLIENT_METADATA_URL, conformanceRun, type ConformanceContext } from './support.js';
 
 const SERVER = 'conformance';
 
@@ -76,11 +76,7 @@ function grantFromIdp(ctx: ConformanceContext): AuthorizationGrantHandler | unde
  * redirect by hand, which lands on the controller's loopback receiver.
  */
 async function headlessBrowser(_server: string, url: URL): Promise<void> {
-  const authorize = await fetch(url, { redirect: 'manual' });
-  const location = authorize.headers.get('location');
-  await authorize.body?.cancel();
-  if (!location) throw new Error(`the authorization endpoint answered ${authorize.status} without a redirect`);
-  const callback = await fetch(new URL(location, url));
+  const callback = await fetch(await authorizationRedirect(url));
   await callback.body?.cancel();
 }
 
@@ -90,13 +86,9 @@ function acceptWithDefaults(_server: string, request: ElicitationRequest): Elici
 }
 
 async function main(): Promise<number> {
-  const url = process.argv[2];
-  if (!url) {
-    process.stderr.write('usage: client.js SERVER_URL (run by the conformance suite)\n');
-    return 2;
-  }
-  const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
-  const ctx = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as ConformanceContext;
+  const run = conformanceRun('client.js');
+  if (!run) return 2;
+  const { url, scenario, ctx } = run;
   const onAuthorizationGrant = grantFromIdp(ctx);
   const workspace = mkdtempSync(join(tmpdir(), 'mcp-conformance-'));
   const controller = createMcpController({

@@ -1,7 +1,8 @@
 /**
  * What both conformance clients (conformance/client.ts, ours; and
  * conformance/client-v2.ts, the raw SDK v2 reference) share: the context the
- * suite passes, the client ID metadata URL, and plausible tool arguments.
+ * suite passes and how it starts a client, the client ID metadata URL, the
+ * browser step of an authorization, and plausible tool arguments.
  */
 
 /** Context fields the suite may pass in MCP_CONFORMANCE_CONTEXT (all optional: most scenarios pass none). */
@@ -37,4 +38,36 @@ export function argumentsFor(inputSchema: unknown): Record<string, unknown> {
     else args[name] = 'conformance';
   }
   return args;
+}
+
+/** What the suite runs a client with: the server URL (its one argument), the scenario and its context (from the environment). */
+export interface ConformanceRun {
+  url: string;
+  scenario: string;
+  ctx: ConformanceContext;
+}
+
+/** This process's run, or `undefined` (after printing the usage of `bin`) when it was started without a server URL. */
+export function conformanceRun(bin: string): ConformanceRun | undefined {
+  const url = process.argv[2];
+  if (!url) {
+    process.stderr.write(`usage: ${bin} SERVER_URL (run by the conformance suite)\n`);
+    return undefined;
+  }
+  const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
+  const ctx = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as ConformanceContext;
+  return { url, scenario, ctx };
+}
+
+/**
+ * The browser step without a browser: request the authorization URL and
+ * return where the authorization server redirects (the client's callback,
+ * with the code), without following it.
+ */
+export async function authorizationRedirect(url: URL): Promise<URL> {
+  const authorize = await fetch(url, { redirect: 'manual' });
+  const location = authorize.headers.get('location');
+  await authorize.body?.cancel();
+  if (!location) throw new Error(`the authorization endpoint answered ${authorize.status} without a redirect`);
+  return new URL(location, url);
 }

@@ -11,11 +11,10 @@
  * server's current definitions. Kept in one 0600 JSON file per workspace
  * beside the listing cache (in memory only without one).
  */
-import { join } from 'node:path';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { readTrustedSync } from '../util/file-trust.js';
-import { isPlainObject, workspaceKey, writeFileAtomicSync } from '../util/persist.js';
+import { isPlainObject } from '../util/persist.js';
 import { stableHash } from '../util/stable-hash.js';
+import { WorkspaceDoc } from '../util/workspace-doc.js';
 
 /** How a server's tools differ from the definitions the user accepted. */
 export interface ToolDrift {
@@ -67,25 +66,19 @@ export function driftOf(accepted: Readonly<Record<string, Tool>>, tools: readonl
 /** Accepted tool definitions of one workspace's servers. */
 export class ToolDefinitions {
   private readonly records = new Map<string, Record_>();
-  private readonly file: string | undefined;
+  private readonly doc: WorkspaceDoc | undefined;
 
   /** Kept in `tool-definitions/` beside the listing cache directory `dir`; `dir` false: in memory only. */
   constructor(dir: string | false, root: string, private readonly onError: (err: unknown) => void = () => {}) {
     if (dir === false) return;
-    this.file = join(dir, '..', 'tool-definitions', `${workspaceKey(root)}.json`);
-    try {
-      // What was accepted decides what a model is shown: a file someone else could write is not used.
-      const read = readTrustedSync(this.file);
-      if (!('text' in read)) return;
-      const doc = JSON.parse(read.text) as { servers?: unknown };
-      if (!isPlainObject(doc.servers)) return;
-      for (const [key, rec] of Object.entries(doc.servers)) {
-        if (isPlainObject(rec) && isPlainObject(rec.accepted)) {
-          this.records.set(key, { accepted: rec.accepted as Record<string, Tool>, latest: [], ...(isPlainObject(rec.drift) ? { drift: rec.drift as unknown as ToolDrift } : {}) });
-        }
+    this.doc = new WorkspaceDoc(dir, 'tool-definitions', root);
+    // No file yet, or an unreadable or untrusted one: the next listings are accepted afresh.
+    const servers = this.doc.read()?.servers;
+    if (!isPlainObject(servers)) return;
+    for (const [key, rec] of Object.entries(servers)) {
+      if (isPlainObject(rec) && isPlainObject(rec.accepted)) {
+        this.records.set(key, { accepted: rec.accepted as Record<string, Tool>, latest: [], ...(isPlainObject(rec.drift) ? { drift: rec.drift as unknown as ToolDrift } : {}) });
       }
-    } catch {
-      // No file yet, or an unreadable one: the next listings are accepted afresh.
     }
   }
 
@@ -138,12 +131,8 @@ export class ToolDefinitions {
   }
 
   private save(): void {
-    if (!this.file) return;
-    try {
-      const servers = Object.fromEntries([...this.records].map(([key, r]) => [key, { accepted: r.accepted, ...(r.drift ? { drift: r.drift } : {}) }]));
-      writeFileAtomicSync(this.file, JSON.stringify({ version: 1, servers }), { mkdir: true });
-    } catch (err) {
-      this.onError(err);
-    }
+    if (!this.doc) return;
+    const servers = Object.fromEntries([...this.records].map(([key, r]) => [key, { accepted: r.accepted, ...(r.drift ? { drift: r.drift } : {}) }]));
+    this.doc.write({ servers }, this.onError);
   }
 }

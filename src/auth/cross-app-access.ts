@@ -32,10 +32,13 @@ import {
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/client';
 import type { FetchLike } from '@modelcontextprotocol/client';
 
-export const TOKEN_EXCHANGE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:token-exchange';
-export const JWT_BEARER_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
-export const ID_JAG_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:id-jag';
-export const ID_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:id_token';
+/** The grant and token types the two steps name: RFC 8693 token exchange, RFC 7523 JWT bearer, SEP-990's ID-JAG. */
+const URN = {
+  tokenExchangeGrant: 'urn:ietf:params:oauth:grant-type:token-exchange',
+  jwtBearerGrant: 'urn:ietf:params:oauth:grant-type:jwt-bearer',
+  idJagToken: 'urn:ietf:params:oauth:token-type:id-jag',
+  idToken: 'urn:ietf:params:oauth:token-type:id_token',
+} as const;
 
 /** What the host gets to produce an ID-JAG for one MCP server. */
 export interface AuthorizationGrantContext {
@@ -93,12 +96,12 @@ export interface JwtAuthorizationGrant {
  */
 export async function requestJwtAuthorizationGrant(options: RequestJwtAuthorizationGrantOptions): Promise<JwtAuthorizationGrant> {
   const params = new URLSearchParams({
-    grant_type: TOKEN_EXCHANGE_GRANT_TYPE,
-    requested_token_type: ID_JAG_TOKEN_TYPE,
+    grant_type: URN.tokenExchangeGrant,
+    requested_token_type: URN.idJagToken,
     audience: String(options.audience),
     resource: String(options.resource),
     subject_token: options.idToken,
-    subject_token_type: ID_TOKEN_TYPE,
+    subject_token_type: URN.idToken,
     client_id: options.clientId,
   });
   // An empty secret makes strict IdPs answer invalid_client for a public client.
@@ -119,8 +122,8 @@ export async function requestJwtAuthorizationGrant(options: RequestJwtAuthorizat
   if (typeof body?.access_token !== 'string' || body.access_token === '') {
     throw new Error('the identity provider answered the token exchange without an access_token');
   }
-  if (body.issued_token_type !== ID_JAG_TOKEN_TYPE) {
-    throw new Error(`the identity provider issued a ${String(body.issued_token_type ?? 'token of no stated type')}, not an ID-JAG (${ID_JAG_TOKEN_TYPE})`);
+  if (body.issued_token_type !== URN.idJagToken) {
+    throw new Error(`the identity provider issued a ${String(body.issued_token_type ?? 'token of no stated type')}, not an ID-JAG (${URN.idJagToken})`);
   }
   return {
     jwtAuthGrant: body.access_token,
@@ -175,7 +178,7 @@ export class CrossAppAccessProvider implements OAuthClientProvider {
     return {
       client_name: this.opts.clientName,
       redirect_uris: [],
-      grant_types: [JWT_BEARER_GRANT_TYPE],
+      grant_types: [URN.jwtBearerGrant],
       token_endpoint_auth_method: this.authMethod,
       ...(this.opts.scope ? { scope: this.opts.scope } : {}),
     };
@@ -235,7 +238,7 @@ export class CrossAppAccessProvider implements OAuthClientProvider {
       fetch: this.opts.fetchFn ?? fetch,
     });
     if (typeof assertion !== 'string' || assertion === '') throw new Error('onAuthorizationGrant returned no ID-JAG');
-    const params = new URLSearchParams({ grant_type: JWT_BEARER_GRANT_TYPE, assertion });
+    const params = new URLSearchParams({ grant_type: URN.jwtBearerGrant, assertion });
     if (scope) params.set('scope', scope);
     return params;
   }

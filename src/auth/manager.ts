@@ -118,6 +118,8 @@ interface Session {
   flow: Flow | undefined;
   /** The 403 challenge last answered with a step-up, so the same one is not chased twice. */
   lastStepUp: string | undefined;
+  /** Why the last authorization failed, for the error a connect or a sign-in ends with. */
+  lastError?: string;
   /** What to do about the last failure, when it is not "sign in again" (an explicit sign-in's hint). */
   lastHint?: string | undefined;
 }
@@ -270,10 +272,10 @@ export class OAuthManager {
 
   // ── internals ──────────────────────────────────────────────────────────
 
-  private async session(name: string, entry: DesiredServer): Promise<Session & { lastError?: string }> {
+  private async session(name: string, entry: DesiredServer): Promise<Session> {
     const key = credentialKey(entry.config.url!);
     const config = entry.config.oauth;
-    let s = this.sessions.get(name) as (Session & { lastError?: string }) | undefined;
+    let s = this.sessions.get(name) as Session | undefined;
     const signature = JSON.stringify([key, config ?? null]);
     if (s && (s as { signature?: string }).signature === signature) {
       // Another process (`mcp-reconciler auth`) may have stored tokens meanwhile.
@@ -370,7 +372,7 @@ export class OAuthManager {
   private async respond(
     name: string,
     entry: DesiredServer,
-    session: Session & { lastError?: string },
+    session: Session,
     serverUrl: string,
     challenge: Challenge,
     fetchFn: FetchLike,
@@ -539,7 +541,7 @@ export class OAuthManager {
    * one a server just answered 401 to): another process sharing the store
    * refreshed meanwhile.
    */
-  private async storeHasNewerToken(session: Session & { lastError?: string }, rejected: string | undefined): Promise<boolean> {
+  private async storeHasNewerToken(session: Session, rejected: string | undefined): Promise<boolean> {
     const provider = session.provider;
     if (!provider || !rejected || session.flow) return false;
     try {
@@ -560,7 +562,7 @@ export class OAuthManager {
    * `invalid_grant`, and the SDK would then drop every token).
    */
   private async refreshShared(
-    session: Session & { lastError?: string },
+    session: Session,
     provider: StoredOAuthProvider,
     base: { serverUrl: string; resourceMetadataUrl?: URL; scope?: string; fetchFn: FetchLike },
     rejected: string | undefined,
@@ -582,7 +584,7 @@ export class OAuthManager {
   private async interactive(
     name: string,
     entry: DesiredServer,
-    session: Session & { lastError?: string },
+    session: Session,
     provider: StoredOAuthProvider,
     base: { serverUrl: string; resourceMetadataUrl?: URL; scope?: string; fetchFn: FetchLike; forceReauthorization?: boolean },
     handler: AuthorizationUrlHandler | undefined,

@@ -57,7 +57,7 @@ async function readSharedStatus(env: NodeJS.ProcessEnv): Promise<DaemonStatus> {
  * started, and while none runs the page says so and waits for one.
  */
 async function serveSharedDashboard(ctx: CliContext): Promise<number> {
-  const { startDaemonDashboard } = await import('../dashboard/daemon-dashboard.js');
+  const { startDaemonDashboard } = await import('../daemon/dashboard.js');
   return serveUntilStopped(ctx, (port) => startDaemonDashboard(() => readSharedStatus(ctx.io.env), { port }), 'daemon dashboard', 'the daemon keeps running');
 }
 

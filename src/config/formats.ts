@@ -229,7 +229,28 @@ function transportMember(e: Entry): void {
   e.note(['transport'], 'read as the server\'s "type", "url" and "headers"; write them at the top of the entry, where every host reads them');
 }
 
+/** The type a host gives an entry that names none: `stdio` for a `command`, `urlType` for a `url`. */
+function impliedType(e: Entry, urlType: 'sse' | 'http'): 'stdio' | 'sse' | 'http' | undefined {
+  return e.out.command !== undefined ? 'stdio' : e.out.url !== undefined ? urlType : undefined;
+}
+
 // ── formats ───────────────────────────────────────────────────────────────
+
+/**
+ * A format from what it declares and its `rule` for one entry, which reads
+ * the host's fields off `e` into `e.out`; what follows the rule (lifecycle
+ * fields, unknown keys, the verdict: {@link Entry.done}) is every host's.
+ */
+function hostFormat(spec: Omit<ConfigFormat, 'normalize'>, rule: (e: Entry, ctx: NormalizeContext) => void): ConfigFormat {
+  return {
+    ...spec,
+    normalize(raw, ctx) {
+      const e = new Entry(raw);
+      rule(e, ctx);
+      return e.done();
+    },
+  };
+}
 
 const noBuiltins = (): Record<string, string> => ({});
 const workspaceFolderOnly = (root: string | undefined): Record<string, string> => (root !== undefined ? { workspaceFolder: root } : {});
@@ -248,38 +269,26 @@ function editorBuiltins(root: string | undefined, home: string | undefined): Rec
 const CLAUDE_TYPES = { stdio: 'stdio', sse: 'sse', http: 'http' } as const;
 
 /** mcp-reconciler's own format: every common field, and the other hosts' spellings where they do not conflict. */
-const defaultFormat: ConfigFormat = {
-  name: 'default',
-  host: 'mcp-reconciler',
-  keys: ['mcpServers', 'servers'],
-  variables: { ...DEFAULT_SYNTAX, inputs: true },
-  builtins: workspaceFolderOnly,
-  normalize(raw) {
-    const e = new Entry(raw);
+const defaultFormat = hostFormat(
+  { name: 'default', host: 'mcp-reconciler', keys: ['mcpServers', 'servers'], variables: { ...DEFAULT_SYNTAX, inputs: true }, builtins: workspaceFolderOnly },
+  (e) => {
     e.pass('type', 'command', 'args', 'env', 'cwd', 'url', 'httpUrl', 'headers', 'headersHelper', 'timeout', 'disabled', 'includeTools', 'excludeTools', 'description', 'auth', 'oauth', 'envFile', 'fallbackToSse', 'pinToolDefinitions', 'pinnedTools', 'logLevel', 'permissions');
     transportMember(e);
     disabledTools(e, 'disabledTools');
     autoApprove(e, 'autoApprove');
     autoApprove(e, 'alwaysAllow');
     trust(e);
-    return e.done();
   },
-};
+);
 
 /**
  * Claude Code (`.mcp.json`, `~/.claude.json`): `${VAR}` and `${VAR:-default}`,
  * an unset variable without default is an error; a `url` needs `"type": "http"`
  * or `"sse"` (a bare `url` fails Claude Code's schema).
  */
-const claudeCode: ConfigFormat = {
-  name: 'claude-code',
-  host: 'Claude Code',
-  keys: ['mcpServers'],
-  variables: { style: 'braces', defaults: true, envPrefix: false, unset: 'error', envUnset: 'error', inputs: false },
-  builtins: noBuiltins,
-  hostVariables: ['CLAUDE_PLUGIN_ROOT'],
-  normalize(raw) {
-    const e = new Entry(raw);
+const claudeCode = hostFormat(
+  { name: 'claude-code', host: 'Claude Code', keys: ['mcpServers'], variables: { style: 'braces', defaults: true, envPrefix: false, unset: 'error', envUnset: 'error', inputs: false }, builtins: noBuiltins, hostVariables: ['CLAUDE_PLUGIN_ROOT'] },
+  (e) => {
     // `headersHelper` runs at each connect of an http/sse server, its JSON output merged over `headers` (headers-helper.ts).
     e.pass('command', 'args', 'env', 'url', 'headers', 'headersHelper');
     transportMember(e);
@@ -291,19 +300,13 @@ const claudeCode: ConfigFormat = {
       e.problem(['url'], 'Claude Code needs "type": "http" (or "sse") next to "url" and does not load this entry: add the type');
     }
     e.notApplied('oauth', 'Claude Code OAuth client settings are not used by mcp-reconciler; the server is connected without them');
-    return e.done();
   },
-};
+);
 
 /** Claude Desktop (`claude_desktop_config.json`): only `command` servers; no variable expansion at all. */
-const claudeDesktop: ConfigFormat = {
-  name: 'claude-desktop',
-  host: 'Claude Desktop',
-  keys: ['mcpServers'],
-  variables: { ...DEFAULT_SYNTAX, style: 'none' },
-  builtins: noBuiltins,
-  normalize(raw) {
-    const e = new Entry(raw);
+const claudeDesktop = hostFormat(
+  { name: 'claude-desktop', host: 'Claude Desktop', keys: ['mcpServers'], variables: { ...DEFAULT_SYNTAX, style: 'none' }, builtins: noBuiltins },
+  (e) => {
     e.pass('command', 'args', 'env');
     if (e.out.command === undefined) {
       const remote = e.has('url') || e.has('serverUrl');
@@ -315,46 +318,34 @@ const claudeDesktop: ConfigFormat = {
           : 'has no "command", which Claude Desktop needs; skipped',
       );
     } else e.ignore('type');
-    return e.done();
   },
-};
+);
 
 /**
  * VS Code (`.vscode/mcp.json`, user `mcp.json`): the `servers` key, `inputs`,
  * `${input:id}`, `${env:X}` and `${config:x}`; an unset variable becomes `""`.
  * `type: http` (and a bare `url`) falls back to SSE when the server answers 4xx.
  */
-const vscode: ConfigFormat = {
-  name: 'vscode',
-  host: 'VS Code',
-  keys: ['servers'],
-  variables: { style: 'braces', defaults: false, envPrefix: true, unset: 'empty', envUnset: 'empty', inputs: true },
-  builtins: editorBuiltins,
-  normalize(raw) {
-    const e = new Entry(raw);
+const vscode = hostFormat(
+  { name: 'vscode', host: 'VS Code', keys: ['servers'], variables: { style: 'braces', defaults: false, envPrefix: true, unset: 'empty', envUnset: 'empty', inputs: true }, builtins: editorBuiltins },
+  (e) => {
     e.pass('command', 'args', 'env', 'envFile', 'cwd', 'url', 'headers');
     const t = hostType(e, 'type', CLAUDE_TYPES);
-    e.out.type = t ?? (e.out.command !== undefined ? 'stdio' : e.out.url !== undefined ? 'http' : undefined);
+    e.out.type = t ?? impliedType(e, 'http');
     if (e.out.type === 'http') e.out.fallbackToSse = true;
     // `dev` (watch/debug a server under development) and gallery metadata change nothing that runs here.
     e.ignore('dev', 'gallery', 'version');
-    return e.done();
   },
-};
+);
 
 /**
  * Cursor (`~/.cursor/mcp.json`, `.cursor/mcp.json`): `${env:X}`, `${userHome}`,
  * `${workspaceFolder}`; a plain `${X}` is not a Cursor variable and stays as
  * written. A `url` is streamable HTTP with SSE fallback unless `type` is `sse`.
  */
-const cursor: ConfigFormat = {
-  name: 'cursor',
-  host: 'Cursor',
-  keys: ['mcpServers'],
-  variables: { style: 'braces', defaults: false, envPrefix: true, unset: 'keep', envUnset: 'empty', inputs: false },
-  builtins: editorBuiltins,
-  normalize(raw) {
-    const e = new Entry(raw);
+const cursor = hostFormat(
+  { name: 'cursor', host: 'Cursor', keys: ['mcpServers'], variables: { style: 'braces', defaults: false, envPrefix: true, unset: 'keep', envUnset: 'empty', inputs: false }, builtins: editorBuiltins },
+  (e) => {
     e.pass('command', 'args', 'env', 'envFile', 'url', 'headers');
     const t = hostType(e, 'type', { stdio: 'stdio', sse: 'sse', http: 'http', streamableHttp: 'http', 'streamable-http': 'http' });
     if (e.out.command !== undefined) e.out.type = 'stdio';
@@ -363,9 +354,8 @@ const cursor: ConfigFormat = {
       if (e.out.type === 'http') e.out.fallbackToSse = true;
     }
     e.notApplied('auth', 'Cursor OAuth client settings are not used by mcp-reconciler; the server is connected without them');
-    return e.done();
   },
-};
+);
 
 /**
  * Gemini CLI and Qwen Code (`settings.json`): `$VAR` and `${VAR}`, an unset
@@ -373,14 +363,9 @@ const cursor: ConfigFormat = {
  * unless `type: http`), which wins over `command`; `timeout` in ms; `trust`.
  */
 function geminiFormat(name: 'gemini' | 'qwen', host: string): ConfigFormat {
-  return {
-    name,
-    host,
-    keys: ['mcpServers'],
-    variables: { style: 'braces-and-bare', defaults: false, envPrefix: false, unset: 'keep', envUnset: 'keep', inputs: false },
-    builtins: noBuiltins,
-    normalize(raw) {
-      const e = new Entry(raw);
+  return hostFormat(
+    { name, host, keys: ['mcpServers'], variables: { style: 'braces-and-bare', defaults: false, envPrefix: false, unset: 'keep', envUnset: 'keep', inputs: false }, builtins: noBuiltins },
+    (e) => {
       e.pass('args', 'env', 'cwd', 'headers', 'timeout', 'includeTools', 'excludeTools', 'description');
       const httpUrl = e.take('httpUrl');
       const url = e.take('url');
@@ -394,70 +379,52 @@ function geminiFormat(name: 'gemini' | 'qwen', host: string): ConfigFormat {
         e.notApplied(k, `is ${host} authentication that mcp-reconciler does not perform; the server is connected without it`);
       }
       e.ignore('extensionName');
-      return e.done();
     },
-  };
+  );
 }
 
 /**
  * Cline (`cline_mcp_settings.json`): `timeout` in seconds, a bare `url` is
  * SSE, `autoApprove`, `disabled`; no variable expansion.
  */
-const cline: ConfigFormat = {
-  name: 'cline',
-  host: 'Cline',
-  keys: ['mcpServers'],
-  variables: { ...DEFAULT_SYNTAX, style: 'none' },
-  builtins: noBuiltins,
-  normalize(raw) {
-    const e = new Entry(raw);
+const cline = hostFormat(
+  { name: 'cline', host: 'Cline', keys: ['mcpServers'], variables: { ...DEFAULT_SYNTAX, style: 'none' }, builtins: noBuiltins },
+  (e) => {
     e.pass('command', 'args', 'env', 'cwd', 'url', 'headers', 'disabled');
     const spellings = { stdio: 'stdio', sse: 'sse', streamableHttp: 'http' } as const;
     const t = hostType(e, 'type', spellings) ?? hostType(e, 'transportType', spellings);
-    e.out.type = t ?? (e.out.command !== undefined ? 'stdio' : e.out.url !== undefined ? 'sse' : undefined);
+    e.out.type = t ?? impliedType(e, 'sse');
     seconds(e, 'timeout');
     autoApprove(e, 'autoApprove');
-    return e.done();
   },
-};
+);
 
 /**
  * Roo Code (`mcp_settings.json`, `.roo/mcp.json`): `${env:X}` (unset stays as
  * written), `timeout` in seconds, a bare `url` is SSE, `alwaysAllow`,
  * `disabledTools`, `disabled`.
  */
-const roo: ConfigFormat = {
-  name: 'roo',
-  host: 'Roo Code',
-  keys: ['mcpServers'],
-  variables: { style: 'braces', defaults: false, envPrefix: true, unset: 'keep', envUnset: 'keep', inputs: false },
-  builtins: workspaceFolderOnly,
-  normalize(raw) {
-    const e = new Entry(raw);
+const roo = hostFormat(
+  { name: 'roo', host: 'Roo Code', keys: ['mcpServers'], variables: { style: 'braces', defaults: false, envPrefix: true, unset: 'keep', envUnset: 'keep', inputs: false }, builtins: workspaceFolderOnly },
+  (e) => {
     e.pass('command', 'args', 'env', 'cwd', 'url', 'headers', 'disabled');
     const t = hostType(e, 'type', { stdio: 'stdio', sse: 'sse', 'streamable-http': 'http' });
-    e.out.type = t ?? (e.out.command !== undefined ? 'stdio' : e.out.url !== undefined ? 'sse' : undefined);
+    e.out.type = t ?? impliedType(e, 'sse');
     seconds(e, 'timeout');
     autoApprove(e, 'alwaysAllow');
     disabledTools(e, 'disabledTools');
     // Files Roo watches to restart the server on change; mcp-reconciler restarts on config edits only.
     e.notApplied('watchPaths', 'is not watched by mcp-reconciler: restart the server with `mcp-reconciler reconnect` after those files change');
-    return e.done();
   },
-};
+);
 
 /**
  * Windsurf (`~/.codeium/windsurf/mcp_config.json`): `${env:X}`; a remote server
  * is `serverUrl` (streamable HTTP, falling back to SSE); `disabled`, `disabledTools`.
  */
-const windsurf: ConfigFormat = {
-  name: 'windsurf',
-  host: 'Windsurf',
-  keys: ['mcpServers'],
-  variables: { style: 'braces', defaults: false, envPrefix: true, unset: 'keep', envUnset: 'empty', inputs: false },
-  builtins: noBuiltins,
-  normalize(raw) {
-    const e = new Entry(raw);
+const windsurf = hostFormat(
+  { name: 'windsurf', host: 'Windsurf', keys: ['mcpServers'], variables: { style: 'braces', defaults: false, envPrefix: true, unset: 'keep', envUnset: 'empty', inputs: false }, builtins: noBuiltins },
+  (e) => {
     e.pass('command', 'args', 'env', 'headers', 'disabled');
     const serverUrl = e.take('serverUrl');
     if (e.out.command !== undefined) e.out.type = 'stdio';
@@ -467,9 +434,8 @@ const windsurf: ConfigFormat = {
       e.skip(['url'], 'Windsurf reads a remote server from "serverUrl", not "url", so it does not load this entry: rename the field');
     }
     disabledTools(e, 'disabledTools');
-    return e.done();
   },
-};
+);
 
 /**
  * Codex (`~/.codex/config.toml`, `[mcp_servers.<name>]`): `startup_timeout_sec`
@@ -477,15 +443,9 @@ const windsurf: ConfigFormat = {
  * passed through, `url` is streamable HTTP with `bearer_token_env_var`,
  * `http_headers`, `env_http_headers`; no variable expansion.
  */
-const codex: ConfigFormat = {
-  name: 'codex',
-  host: 'Codex',
-  keys: ['mcp_servers'],
-  syntax: 'toml',
-  variables: { ...DEFAULT_SYNTAX, style: 'none' },
-  builtins: noBuiltins,
-  normalize(raw, ctx) {
-    const e = new Entry(raw);
+const codex = hostFormat(
+  { name: 'codex', host: 'Codex', keys: ['mcp_servers'], syntax: 'toml', variables: { ...DEFAULT_SYNTAX, style: 'none' }, builtins: noBuiltins },
+  (e, ctx) => {
     e.pass('command', 'args', 'env', 'cwd', 'url');
     if (e.out.command !== undefined) e.out.type = 'stdio';
     else if (e.out.url !== undefined) e.out.type = 'http';
@@ -528,23 +488,17 @@ const codex: ConfigFormat = {
     }
     if (Object.keys(headers).length > 0) e.out.headers = headers;
     e.notApplied('tool_timeout_sec', 'is not applied by mcp-reconciler: pass a timeout to callTool (or `call --timeout`) instead');
-    return e.done();
   },
-};
+);
 
 /**
  * opencode (`opencode.json`, key `mcp`): `type: local` with `command` as an
  * array and `environment`, or `type: remote` with `url` (streamable HTTP,
  * falling back to SSE); `enabled`; `{env:X}` (unset is `""`) and `{file:path}`.
  */
-const opencode: ConfigFormat = {
-  name: 'opencode',
-  host: 'opencode',
-  keys: ['mcp'],
-  variables: { ...DEFAULT_SYNTAX, style: 'opencode' },
-  builtins: noBuiltins,
-  normalize(raw) {
-    const e = new Entry(raw);
+const opencode = hostFormat(
+  { name: 'opencode', host: 'opencode', keys: ['mcp'], variables: { ...DEFAULT_SYNTAX, style: 'opencode' }, builtins: noBuiltins },
+  (e) => {
     const type = e.take('type');
     e.pass('timeout');
     enabled(e);
@@ -562,23 +516,17 @@ const opencode: ConfigFormat = {
     } else {
       e.problem(['type'], `must be "local" or "remote", got ${typeof type === 'string' ? `"${type}"` : kind(type)} (opencode needs it)`);
     }
-    return e.done();
   },
-};
+);
 
 /**
  * Zed (`settings.json`, key `context_servers`): `command` with `args` and
  * `env` (or the older `command: { path, args, env }`), or `url` with
  * `headers`; servers provided by a Zed extension cannot run outside Zed.
  */
-const zed: ConfigFormat = {
-  name: 'zed',
-  host: 'Zed',
-  keys: ['context_servers'],
-  variables: { ...DEFAULT_SYNTAX, style: 'none' },
-  builtins: noBuiltins,
-  normalize(raw) {
-    const e = new Entry(raw);
+const zed = hostFormat(
+  { name: 'zed', host: 'Zed', keys: ['context_servers'], variables: { ...DEFAULT_SYNTAX, style: 'none' }, builtins: noBuiltins },
+  (e) => {
     const command = e.take('command');
     e.pass('args', 'env', 'url', 'headers');
     enabled(e);
@@ -593,9 +541,8 @@ const zed: ConfigFormat = {
     } else if (command !== undefined) e.problem(['command'], `must be a program path, got ${kind(command)}`);
     else if (e.out.url !== undefined) e.out.type = 'http';
     else e.skip([], 'has no "command" or "url": it is provided by a Zed extension, which only Zed can run; skipped');
-    return e.done();
   },
-};
+);
 
 /** Every format by name. */
 export const formats: Readonly<Record<FormatName, ConfigFormat>> = Object.freeze({

@@ -49,6 +49,18 @@ const stringMap = z
   });
 const nonEmpty = z.string().min(1, { error: 'must not be empty' });
 
+/**
+ * A duration in milliseconds, at most a day: Node clamps a timer over
+ * 2^31-1 ms (about 24.8 days) to 1 ms, so a huge one would fire at once.
+ * `advice` ends the message for a value over the bound.
+ */
+function milliseconds(advice = ''): z.ZodNumber {
+  return z
+    .number()
+    .positive({ error: 'must be a positive number of milliseconds' })
+    .max(MAX_TIMEOUT_MS, { error: `must be at most ${MAX_TIMEOUT_MS} ms (24 hours)${advice}` });
+}
+
 // OAuth client settings (docs/oauth.md); secrets come in through `${VAR}` expansion.
 const oauthSchema = z.object({
   clientId: nonEmpty.optional(),
@@ -72,13 +84,8 @@ const entrySchema = z.object({
   // Gemini CLI writes streamable HTTP endpoints as `httpUrl`.
   httpUrl: nonEmpty.optional(),
   headers: stringMap.optional(),
-  // Node clamps a timer over 2^31-1 ms (about 24.8 days) to 1 ms, so a huge
-  // timeout would fire at once; a day is far beyond any real handshake.
-  timeout: z
-    .number()
-    .positive({ error: 'must be a positive number of milliseconds' })
-    .max(MAX_TIMEOUT_MS, { error: `must be at most ${MAX_TIMEOUT_MS} ms (24 hours); write the timeout in milliseconds` })
-    .optional(),
+  // A day is far beyond any real handshake.
+  timeout: milliseconds('; write the timeout in milliseconds').optional(),
   disabled: z.boolean().optional(),
   includeTools: z.array(z.string()).optional(),
   excludeTools: z.array(z.string()).optional(),
@@ -94,19 +101,11 @@ const entrySchema = z.object({
   trust: z.boolean().optional(),
   // SPEC §12: when the server starts, and when an idle one is stopped (outside both hashes).
   startup: z.enum(['eager', 'lazy'], { error: 'must be "eager" or "lazy"' }).optional(),
-  idleTimeoutMs: z
-    .number()
-    .positive({ error: 'must be a positive number of milliseconds' })
-    .max(MAX_TIMEOUT_MS, { error: `must be at most ${MAX_TIMEOUT_MS} ms (24 hours)` })
-    .optional(),
+  idleTimeoutMs: milliseconds().optional(),
   // docs/cluster.md: one replica of a clustered gateway runs it, under a lease (outside both hashes).
   singleton: z.boolean().optional(),
   // The start bound: a start unanswered this long fails (outside both hashes, like the two above).
-  startTimeoutMs: z
-    .number()
-    .positive({ error: 'must be a positive number of milliseconds' })
-    .max(MAX_TIMEOUT_MS, { error: `must be at most ${MAX_TIMEOUT_MS} ms (24 hours)` })
-    .optional(),
+  startTimeoutMs: milliseconds().optional(),
   // Definition drift (docs/tool-definitions.md): changed tool definitions wait for `approve --tool-definitions`.
   pinToolDefinitions: z.boolean().optional(),
   // SPEC §16: tools a budget lists first (raw names of this server's tools).

@@ -12,6 +12,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { Readable } from 'node:stream';
 import { ReadBuffer, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
+import { drainMessages } from '../util/drain-messages.js';
 import type { ProcessTracker } from './processes.js';
 
 /** Options of a {@link StdioProcessTransport}. */
@@ -223,18 +224,7 @@ export class StdioProcessTransport implements Transport {
       void this.close();
       return;
     }
-    for (;;) {
-      let message: JSONRPCMessage | null;
-      try {
-        message = this.readBuffer.readMessage();
-      } catch (err) {
-        // A line that is not JSON-RPC (a server logging to stdout): skip it.
-        this.onerror?.(err as Error);
-        continue;
-      }
-      if (message === null) break;
-      this.onmessage?.(message);
-    }
+    drainMessages(this.readBuffer, (m) => this.onmessage?.(m), (err) => this.onerror?.(err));
   }
 
   private finish(error: Error | undefined): void {

@@ -18,6 +18,7 @@ import type { CallToolResult, JSONRPCMessage, Tool } from '@modelcontextprotocol
 import { defaultApprovalsPath } from '../approvals/store.js';
 import { defaultInputsPath } from '../config/input-store.js';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
+import { drainMessages } from '../util/drain-messages.js';
 import { notifyAll } from '../util/listeners.js';
 import { findOwnPackage } from '../util/own-package.js';
 import { connectDaemon, greet, spawnDetachedDaemon, type SpawnedDaemon } from './client.js';
@@ -62,17 +63,7 @@ class SocketTransport implements Transport {
   async start(): Promise<void> {
     this.socket.on('data', (chunk: Buffer) => {
       this.buffer.append(chunk);
-      for (;;) {
-        let message: JSONRPCMessage | null;
-        try {
-          message = this.buffer.readMessage();
-        } catch (err) {
-          this.onerror?.(err as Error);
-          continue;
-        }
-        if (message === null) break;
-        this.onmessage?.(message);
-      }
+      drainMessages(this.buffer, (m) => this.onmessage?.(m), (err) => this.onerror?.(err));
     });
     this.socket.on('error', (err) => this.onerror?.(err));
     this.socket.once('close', () => this.onclose?.());

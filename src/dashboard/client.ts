@@ -1,4 +1,4 @@
-import { DOM_BUILDER_JS } from './dom-builder.js';
+import { PAGE_SCRIPT_JS } from './page-script.js';
 
 /**
  * The dashboard page's script, inlined by page.ts. Plain ES2020 for the
@@ -17,7 +17,7 @@ export const CLIENT_JS = String.raw`
   var feedList = document.getElementById('feed');
   var FEED_MAX = 200;
 
-${DOM_BUILDER_JS}
+${PAGE_SCRIPT_JS}
   function cloneChart() {
     var svg = template.content.firstElementChild.cloneNode(true);
     // ids must stay unique in the page: the chart's state ids become data-state.
@@ -238,17 +238,14 @@ ${DOM_BUILDER_JS}
     servers.forEach(function (s) { counts[s.status] = (counts[s.status] || 0) + 1; tools += s.tools.length; tokens += s.tokens || 0; });
     var summary = document.getElementById('summary');
     summary.textContent = '';
-    function stat(kind, n, label) {
-      summary.appendChild(h('div', { className: 'stat', 'data-kind': kind }, [h('div', { className: 'n', text: String(n) }), h('div', { className: 'l', text: label })]));
-    }
-    stat('servers', servers.length, 'servers');
-    stat('connected', counts.connected, 'connected');
-    stat('dormant', counts.dormant, 'dormant (start on first call)');
-    stat('pending', counts.pending, 'waiting for approval');
-    stat('connecting', counts.connecting, 'connecting');
-    stat('failed', counts.failed + counts['needs-auth'], 'failed / needs auth');
-    stat('tools', tools, 'tools registered');
-    stat('tokens', tokens, 'tokens of tool definitions');
+    stat(summary, 'servers', servers.length, 'servers');
+    stat(summary, 'connected', counts.connected, 'connected');
+    stat(summary, 'dormant', counts.dormant, 'dormant (start on first call)');
+    stat(summary, 'pending', counts.pending, 'waiting for approval');
+    stat(summary, 'connecting', counts.connecting, 'connecting');
+    stat(summary, 'failed', counts.failed + counts['needs-auth'], 'failed / needs auth');
+    stat(summary, 'tools', tools, 'tools registered');
+    stat(summary, 'tokens', tokens, 'tokens of tool definitions');
     var promptable = servers.filter(function (s) { return s.promptable; }).map(function (s) { return s.name; });
     var notice = document.getElementById('notice');
     notice.hidden = promptable.length === 0;
@@ -286,11 +283,7 @@ ${DOM_BUILDER_JS}
     while (feedList.children.length > FEED_MAX) feedList.removeChild(feedList.lastChild);
   }
 
-  var live = document.getElementById('live');
-  var liveText = document.getElementById('live-text');
-  var events = new EventSource('/events?token=' + encodeURIComponent(token));
-  events.onopen = function () { live.setAttribute('data-live', 'open'); liveText.textContent = 'live'; };
-  events.onerror = function () { live.setAttribute('data-live', 'lost'); liveText.textContent = 'reconnecting…'; };
+  var events = liveEvents(token);
   var logs = new Map();
   events.addEventListener('hello', function (e) {
     var data = JSON.parse(e.data);

@@ -1,6 +1,6 @@
 /**
  * `h(tag, attrs, children)`, the one DOM builder of every dashboard page's
- * script (client.ts, daemon-client.ts, cluster-dashboard.ts): text goes in
+ * script (inlined by page-script.ts): text goes in
  * through `textContent` and text nodes only, so nothing a server or a
  * client sends ever becomes markup. A string of ES2020, inlined into those
  * scripts; no template literals inside.

@@ -4,6 +4,7 @@
  * (markup, terminal escape sequences, bidi overrides) is shown, never acted on.
  */
 import type { LogRecord } from '../controller/server-logs.js';
+import { htmlDocument } from './html-page.js';
 
 /**
  * Control characters shown as `\u001b`-style escapes: C0 (but tab), DEL, C1
@@ -54,19 +55,11 @@ export function logPage({ server, records, nonce }: { server: string; records: r
     )
     .join('\n');
   const name = escapeHtml(visibleText(server));
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${name} · log · mcp-reconciler</title>
-<link rel="icon" href="data:,">
-<style nonce="${nonce}">${LOG_CSS}</style>
-</head>
-<body>
-<header><h1>Log of “${name}”</h1><p>${records.length} record${records.length === 1 ? '' : 's'}: stderr, MCP log messages and the supervisor's lines, oldest first</p></header>
-${records.length > 0 ? `<ol id="log">\n${rows}\n</ol>` : '<p class="empty">No log lines yet.</p>'}
-</body>
-</html>
-`;
+  return htmlDocument({
+    title: `${name} · log · mcp-reconciler`,
+    nonce,
+    css: LOG_CSS,
+    body: `<header><h1>Log of “${name}”</h1><p>${records.length} record${records.length === 1 ? '' : 's'}: stderr, MCP log messages and the supervisor's lines, oldest first</p></header>
+${records.length > 0 ? `<ol id="log">\n${rows}\n</ol>` : '<p class="empty">No log lines yet.</p>'}`,
+  });
 }

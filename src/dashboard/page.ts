@@ -7,6 +7,7 @@ import { serverMachine } from '../../machines/server.machine.js';
 import { graphOf } from '../viz/graph.js';
 import { toSvg } from '../viz/svg.js';
 import { CLIENT_JS } from './client.js';
+import { htmlDocument, liveHeader } from './html-page.js';
 import { DASHBOARD_CSS } from './styles.js';
 
 let chart: Promise<string> | undefined;
@@ -33,21 +34,11 @@ export function chartSvg(): Promise<string> {
 
 /** The page, with `svg` inlined and `nonce` on its style and script (the CSP allows only those). */
 export function dashboardPage({ svg, nonce }: { svg: string; nonce: string }): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>mcp-reconciler · dashboard</title>
-<link rel="icon" href="data:,">
-<style nonce="${nonce}">${DASHBOARD_CSS}</style>
-</head>
-<body>
-<header class="top">
-  <div class="brand"><span class="mark" aria-hidden="true"></span><span class="name">mcp-reconciler</span><span class="sub">live dashboard</span></div>
-  <div class="root" id="root" title="workspace root"></div>
-  <div class="live" id="live" data-live="connecting" role="status"><span class="dot"></span><span id="live-text">connecting…</span></div>
-</header>
+  return htmlDocument({
+    title: 'mcp-reconciler · dashboard',
+    nonce,
+    css: DASHBOARD_CSS,
+    body: `${liveHeader('live dashboard', 'root', 'workspace root')}
 <section class="summary" id="summary" aria-label="summary"></section>
 <div class="notice" id="notice" hidden></div>
 <main class="layout">
@@ -58,8 +49,6 @@ export function dashboardPage({ svg, nonce }: { svg: string; nonce: string }): s
   </aside>
 </main>
 <template id="chart">${svg}</template>
-<script nonce="${nonce}">${CLIENT_JS}</script>
-</body>
-</html>
-`;
+<script nonce="${nonce}">${CLIENT_JS}</script>`,
+  });
 }

@@ -3,9 +3,8 @@
  * JSON file per workspace beside the listing cache), so a tool budget can
  * expose the tools this workspace actually uses first.
  */
-import { join } from 'node:path';
-import { readTrustedSync } from '../util/file-trust.js';
-import { workspaceKey, writeFileAtomicSync } from '../util/persist.js';
+import { isPlainObject } from '../util/persist.js';
+import { WorkspaceDoc } from '../util/workspace-doc.js';
 
 const SAVE_DELAY_MS = 2_000;
 
@@ -13,27 +12,22 @@ const SAVE_DELAY_MS = 2_000;
 export class ToolUsage {
   private readonly counts = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
-  private readonly file: string | undefined;
+  private readonly doc: WorkspaceDoc | undefined;
 
-  /** Counts live in `tool-usage/` beside the listing cache directory `dir` (not inside it: that holds listings only); `dir` false: in memory only. */
+  /** Counts live in `tool-usage/` beside the listing cache directory `dir`; `dir` false: in memory only. */
   constructor(dir: string | false, root: string, private readonly onError: (err: unknown) => void = () => {}) {
     if (dir === false) return;
-    this.file = join(dir, '..', 'tool-usage', `${workspaceKey(root)}.json`);
-    try {
-      // Counts decide which tools a model sees first: a file someone else could write is not used.
-      const read = readTrustedSync(this.file);
-      if (!('text' in read)) return;
-      const doc = JSON.parse(read.text) as { counts?: Record<string, unknown> };
-      for (const [name, n] of Object.entries(doc.counts ?? {})) if (typeof n === 'number' && n > 0) this.counts.set(name, n);
-    } catch {
-      // No file yet, or an unreadable one: start counting afresh.
-    }
+    this.doc = new WorkspaceDoc(dir, 'tool-usage', root);
+    // No file yet, or an unreadable or untrusted one: start counting afresh.
+    const counts = this.doc.read()?.counts;
+    if (!isPlainObject(counts)) return;
+    for (const [name, n] of Object.entries(counts)) if (typeof n === 'number' && n > 0) this.counts.set(name, n);
   }
 
   /** Count one call of `name`. */
   record(name: string): void {
     this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
-    if (this.file && !this.timer) {
+    if (this.doc && !this.timer) {
       this.timer = setTimeout(() => this.save(), SAVE_DELAY_MS);
       this.timer.unref();
     }
@@ -48,11 +42,6 @@ export class ToolUsage {
   save(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    if (!this.file) return;
-    try {
-      writeFileAtomicSync(this.file, JSON.stringify({ version: 1, counts: Object.fromEntries(this.counts) }), { mkdir: true });
-    } catch (err) {
-      this.onError(err);
-    }
+    this.doc?.write({ counts: Object.fromEntries(this.counts) }, this.onError);
   }
 }

@@ -21,20 +21,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Row } from '../../conformance/run.js';
 import { SCENARIOS } from '../../conformance/scenarios.js';
-
-interface Row {
-  suite: string;
-  wire: string;
-  client: 'ours' | 'raw-v2';
-  scenario: string;
-  passed: number;
-  failed: number;
-  warnings: number;
-  failures: string[];
-  attempts: number;
-  seconds: number;
-}
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const RUNNER = join(ROOT, 'dist', 'conformance', 'run.js');

@@ -1,36 +1,22 @@
-import { DOM_BUILDER_JS } from './dom-builder.js';
+import { PAGE_SCRIPT_JS } from '../dashboard/page-script.js';
 
 /**
- * The daemon page's script, inlined by daemon-dashboard.ts: plain ES2020, DOM
+ * The daemon page's script, inlined by dashboard.ts: plain ES2020, DOM
  * built with textContent only (roots, client names and errors never become
  * markup), redrawn from the `daemon` events of the SSE stream. A string for
- * the same reasons as client.ts; no template literals inside.
+ * the same reasons as src/dashboard/client.ts; no template literals inside.
  */
 export const DAEMON_CLIENT_JS = String.raw`
 (function () {
   'use strict';
   var token = new URLSearchParams(location.search).get('token') || '';
 
-${DOM_BUILDER_JS}
+${PAGE_SCRIPT_JS}
   function short(id) { return String(id).slice(0, 8); }
 
   // A word for a POSIX shell: as is when plain, else single-quoted.
   function shellWord(text) {
     return /^[A-Za-z0-9_@%+=:,.\/-]+$/.test(text) ? text : "'" + String(text).replace(/'/g, "'\\''") + "'";
-  }
-
-  function ago(ms) {
-    var s = Math.max(0, Math.round((Date.now() - ms) / 1000));
-    if (s < 60) return s + ' s ago';
-    if (s < 3600) return Math.round(s / 60) + ' min ago';
-    return Math.round(s / 3600) + ' h ago';
-  }
-
-  function table(head, rows) {
-    return h('table', null, [
-      h('thead', null, [h('tr', null, head.map(function (t) { return h('th', { text: t }); }))]),
-      h('tbody', null, rows)
-    ]);
   }
 
   function workspace(w) {
@@ -68,17 +54,13 @@ ${DOM_BUILDER_JS}
   }
 
   function render(reading) {
-    var down = document.getElementById('down');
     var list = document.getElementById('workspaces');
     var meta = document.getElementById('meta');
     var summary = document.getElementById('summary');
-    document.body.setAttribute('data-daemon', reading.status ? 'up' : 'down');
-    down.hidden = !!reading.status;
-    down.textContent = reading.status ? '' : (reading.error || 'no daemon') + (reading.hint ? ' (' + reading.hint + ')' : '');
+    var st = showReading(reading, 'data-daemon', 'no daemon');
     list.textContent = '';
     meta.textContent = '';
     summary.textContent = '';
-    var st = reading.status;
     if (!st) return;
     document.getElementById('socket').textContent = st.socket;
     function item(label, value) { meta.appendChild(h('span', null, [label + ' ', h('b', { text: value })])); }
@@ -92,22 +74,14 @@ ${DOM_BUILDER_JS}
       servers += w.servers.length;
       running += w.servers.filter(function (r) { return r.pid !== undefined; }).length;
     });
-    function stat(kind, n, label) {
-      summary.appendChild(h('div', { className: 'stat', 'data-kind': kind }, [h('div', { className: 'n', text: String(n) }), h('div', { className: 'l', text: label })]));
-    }
-    stat('workspaces', st.workspaces.length, 'workspaces');
-    stat('sessions', sessions, 'sessions');
-    stat('servers', servers, 'servers');
-    stat('connected', running, 'server processes');
+    stat(summary, 'workspaces', st.workspaces.length, 'workspaces');
+    stat(summary, 'sessions', sessions, 'sessions');
+    stat(summary, 'servers', servers, 'servers');
+    stat(summary, 'connected', running, 'server processes');
     if (st.workspaces.length === 0) list.appendChild(h('p', { className: 'empty', text: 'No workspace open: the daemon serves no session now.' }));
     st.workspaces.forEach(function (w) { list.appendChild(workspace(w)); });
   }
 
-  var live = document.getElementById('live');
-  var liveText = document.getElementById('live-text');
-  var events = new EventSource('/events?token=' + encodeURIComponent(token));
-  events.onopen = function () { live.setAttribute('data-live', 'open'); liveText.textContent = 'live'; };
-  events.onerror = function () { live.setAttribute('data-live', 'lost'); liveText.textContent = 'reconnecting…'; };
-  events.addEventListener('daemon', function (e) { render(JSON.parse(e.data)); });
+  liveEvents(token).addEventListener('daemon', function (e) { render(JSON.parse(e.data)); });
 })();
 `;

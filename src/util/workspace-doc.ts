@@ -1,0 +1,43 @@
+/**
+ * A workspace's own JSON document kept beside the listing cache (the tool
+ * usage counts, the accepted tool definitions): one 0600 file per workspace,
+ * in a folder of its kind next to the cache directory (not inside it: that
+ * holds listings only), read only when trusted, written atomically.
+ */
+import { join } from 'node:path';
+import { readTrustedSync } from './file-trust.js';
+import { isPlainObject, workspaceKey, writeFileAtomicSync } from './persist.js';
+
+export class WorkspaceDoc {
+  /** `<cacheDir>/../<folder>/<workspace key>.json`. */
+  readonly path: string;
+
+  constructor(cacheDir: string, folder: string, root: string) {
+    this.path = join(cacheDir, '..', folder, `${workspaceKey(root)}.json`);
+  }
+
+  /**
+   * The document, or `undefined` when there is none yet, it does not parse,
+   * or someone else could have written it (its content decides what a model
+   * is shown: file-trust.ts).
+   */
+  read(): Record<string, unknown> | undefined {
+    try {
+      const read = readTrustedSync(this.path);
+      if (!('text' in read)) return undefined;
+      const doc: unknown = JSON.parse(read.text);
+      return isPlainObject(doc) ? doc : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Write `{ version: 1, ...body }`; a failure goes to `onError`. */
+  write(body: Record<string, unknown>, onError: (err: unknown) => void): void {
+    try {
+      writeFileAtomicSync(this.path, JSON.stringify({ version: 1, ...body }), { mkdir: true });
+    } catch (err) {
+      onError(err);
+    }
+  }
+}
