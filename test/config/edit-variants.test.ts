@@ -9,14 +9,14 @@
  * comments, quoted keys, CRLF…). What `add` wrote is read back by the
  * host-faithful reader as asked, and the servers the file had stay as read.
  */
-import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { parse as parseJsonc } from 'jsonc-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addServer, editTargets, removeServer, type EditScope, type ServerSpec } from '../../src/config/edit.js';
 import { ConfigReader, configSources } from '../../src/config/reader.js';
 import { resolvePreset } from '../../src/config/presets.js';
+import { makeTempHome, removeTempHome } from '../helpers/temp-home.js';
 
 const fixtures = resolve(import.meta.dirname, '../fixtures/host-configs');
 /** Where the local-scope fixture names its project folder (replaced by the test's workspace). */
@@ -27,14 +27,9 @@ let ws: string;
 let env: NodeJS.ProcessEnv;
 
 beforeAll(async () => {
-  home = await mkdtemp(join(tmpdir(), 'mcpr-variants-home-'));
-  ws = await realpath(await mkdtemp(join(tmpdir(), 'mcpr-variants-ws-')));
-  env = { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), PATH: process.env.PATH };
+  ({ home, ws, env } = await makeTempHome('mcpr-variants'));
 });
-afterAll(async () => {
-  await rm(home, { recursive: true, force: true });
-  await rm(ws, { recursive: true, force: true });
-});
+afterAll(() => removeTempHome({ home, ws }));
 
 type Transform = (text: string, keyPath: string[]) => string;
 
