@@ -9,15 +9,10 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCliCaptured } from '../helpers/cli.js';
 import { cliBin } from '../helpers/fixtures.js';
-import { makeTempHome, removeTempHome } from '../helpers/temp-home.js';
+import { makeTempHome, removeTempHome, type TempHome } from '../helpers/temp-home.js';
 
-let home: string;
-let ws: string;
-let env: NodeJS.ProcessEnv;
-
-beforeEach(async () => {
-  ({ home, ws, env } = await makeTempHome('mcpr-add-cli'));
-});
+let { home, ws, env }: TempHome = { home: '', ws: '', env: {} };
+beforeEach(async () => void ({ home, ws, env } = await makeTempHome('mcpr-add-cli')));
 afterEach(() => removeTempHome({ home, ws }));
 
 const cli = (verb: string, ...argv: string[]) => runCliCaptured([verb, '--cwd', ws, ...argv], env, ws);

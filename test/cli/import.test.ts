@@ -8,15 +8,10 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCliCaptured } from '../helpers/cli.js';
-import { makeTempHome, removeTempHome } from '../helpers/temp-home.js';
+import { makeTempHome, removeTempHome, type TempHome } from '../helpers/temp-home.js';
 
-let home: string;
-let ws: string;
-let env: NodeJS.ProcessEnv;
-
-beforeEach(async () => {
-  ({ home, ws, env } = await makeTempHome('mcpr-import'));
-});
+let { home, ws, env }: TempHome = { home: '', ws: '', env: {} };
+beforeEach(async () => void ({ home, ws, env } = await makeTempHome('mcpr-import')));
 afterEach(() => removeTempHome({ home, ws }));
 
 const cli = (...argv: string[]) => runCliCaptured([...argv, '--cwd', ws], env, ws);

@@ -16,19 +16,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addServer, editTargets, removeServer, type EditScope, type ServerSpec } from '../../src/config/edit.js';
 import { ConfigReader, configSources } from '../../src/config/reader.js';
 import { resolvePreset } from '../../src/config/presets.js';
-import { makeTempHome, removeTempHome } from '../helpers/temp-home.js';
+import { makeTempHome, removeTempHome, type TempHome } from '../helpers/temp-home.js';
 
 const fixtures = resolve(import.meta.dirname, '../fixtures/host-configs');
 /** Where the local-scope fixture names its project folder (replaced by the test's workspace). */
 const FIXTURE_ROOT = '/home/dev/src/website';
 
-let home: string;
-let ws: string;
-let env: NodeJS.ProcessEnv;
-
-beforeAll(async () => {
-  ({ home, ws, env } = await makeTempHome('mcpr-variants'));
-});
+let { home, ws, env }: TempHome = { home: '', ws: '', env: {} };
+beforeAll(async () => void ({ home, ws, env } = await makeTempHome('mcpr-variants')));
 afterAll(() => removeTempHome({ home, ws }));
 
 type Transform = (text: string, keyPath: string[]) => string;

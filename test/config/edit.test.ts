@@ -12,17 +12,12 @@ import { addServer, editTargets, removeServer, type EditScope, type ServerSpec }
 import { ConfigReader, configSources } from '../../src/config/reader.js';
 import { resolvePreset } from '../../src/config/presets.js';
 import { McpReconcilerError } from '../../src/errors.js';
-import { makeTempHome, removeTempHome } from '../helpers/temp-home.js';
+import { makeTempHome, removeTempHome, type TempHome } from '../helpers/temp-home.js';
 
 const fixtures = resolve(import.meta.dirname, '../fixtures/host-configs');
 
-let home: string;
-let ws: string;
-let env: NodeJS.ProcessEnv;
-
-beforeEach(async () => {
-  ({ home, ws, env } = await makeTempHome('mcpr-edit'));
-});
+let { home, ws, env }: TempHome = { home: '', ws: '', env: {} };
+beforeEach(async () => void ({ home, ws, env } = await makeTempHome('mcpr-edit')));
 afterEach(() => removeTempHome({ home, ws }));
 
 /** Put fixture `file` where `preset` keeps its `scope` file; returns that path. */
