@@ -13,7 +13,7 @@ import type { ServerConfig } from '../machines/types.js';
 import { cpus } from 'node:os';
 import { cpuTimeMs, machineBusyMs } from './support/proc.js';
 import { mb, ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
-import { loadLibrary } from './support/library.js';
+import { loadLibrary, userConfigOptions } from './support/library.js';
 import { initialVersions, rawConnect, loadSdk, TOOLS_PER_SERVER, writeConfig, type FixtureKind, type RawConnection } from './support/servers.js';
 import { median, ratio, summarise } from './support/stats.js';
 import { runAsWorker } from './support/worker.js';
@@ -97,9 +97,7 @@ async function controllerWorker(p: ColdParams & { variant: { side: 'controller';
   const expected = p.n * TOOLS_PER_SERVER;
   let allTools: number | undefined;
   const ctl = createMcpController({
-    cwd: p.dir,
-    sources: [{ scope: 'user', path: p.configPath }],
-    approvals: join(p.dir, 'approvals.json'),
+    ...userConfigOptions(p.dir, p.configPath),
     watch: false,
     // Measured cold: no listing cache from an earlier run (SPEC §12 measures the warm start).
     listingCache: false,

@@ -14,6 +14,7 @@ import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { userConfigOptions } from './support/library.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const dist = resolve(here, '..');
@@ -32,9 +33,7 @@ async function main(): Promise<void> {
     writeFileSync(file, JSON.stringify({ mcpServers: { s: { command: process.execPath, args: [server], env: { TOOLS_VERSION: version } } } }));
   write('1');
   const mcp = createMcpController({
-    cwd: dir,
-    sources: [{ scope: 'user', path: file }],
-    approvals: join(dir, 'approvals.json'),
+    ...userConfigOptions(dir, file),
     listingCache: false,
     logDir: false,
     processStateFile: false,

@@ -12,7 +12,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
-import { loadLibrary } from './support/library.js';
+import { loadLibrary, userConfigOptions } from './support/library.js';
 import { fixtureConfig, initialVersions, loadSdk, rawConnect, registeredName, serverNames, sleep, writeConfig } from './support/servers.js';
 import { median, ratio, summarise } from './support/stats.js';
 import { runAsWorker, type WorkerHandle } from './support/worker.js';
@@ -61,9 +61,7 @@ runAsWorker<CrashParams, CrashSample>(import.meta.url, async (p, io) => {
   const names = serverNames(p.servers);
   writeConfig(configPath, initialVersions(p.servers));
   const ctl = createMcpController({
-    cwd: p.dir,
-    sources: [{ scope: 'user', path: configPath }],
-    approvals: join(p.dir, 'approvals-crash.json'),
+    ...userConfigOptions(p.dir, configPath, 'approvals-crash.json'),
     watch: false,
     // Measured cold: no listing cache from an earlier run (SPEC §12 measures the warm start).
     listingCache: false,

@@ -25,8 +25,9 @@ import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ms, mb, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
-import { cpuTimeMs, markedPids, RUN_MARKER, WORKER_MARKER, rssOf } from './support/proc.js';
+import { cpuTimeMs, markedPids, markerEnv, plainNodeEnv, WORKER_MARKER, rssOf } from './support/proc.js';
 import { FIXTURE, loadSdk, serverNames } from './support/servers.js';
+import { CLI, LATENCY, pathStats, timeInterleaved } from './support/latency.js';
 import { median, ratio } from './support/stats.js';
 import { runAsWorker } from './support/worker.js';
 import { buildIdentity, daemonDir, daemonPaths } from '../src/daemon/paths.js';
@@ -35,11 +36,7 @@ import { DAEMON_PROTOCOL } from '../src/daemon/protocol.js';
 import { defaultInputsPath } from '../src/config/input-store.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
-const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 const PACKAGE = fileURLToPath(new URL('../../package.json', import.meta.url));
-const CALLS = 1_000;
-const BLOCK = 100;
-const WARMUP = 100;
 const FIRST_LISTS = 10;
 
 interface Params {
@@ -59,26 +56,10 @@ interface Sample {
   firstListSpawn: number[];
 }
 
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
-function markers(): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of [RUN_MARKER, WORKER_MARKER]) {
-    const v = process.env[name];
-    if (v !== undefined) out[name] = v;
-  }
-  return out;
-}
-
 /** Environment of the clients' processes: ours (markers included), without what skews Node start-up. */
 function childEnv(dir: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'NODE_EXTRA_CA_CERTS' && k !== 'NODE_OPTIONS') env[k] = v;
   // Its own daemon: a private runtime directory in the bench's temp dir.
-  return { ...env, HOME: dir, XDG_RUNTIME_DIR: join(dir, 'run'), MCP_RECONCILER_DAEMON_IDLE_TIMEOUT: '600000' };
+  return { ...plainNodeEnv(), HOME: dir, XDG_RUNTIME_DIR: join(dir, 'run'), MCP_RECONCILER_DAEMON_IDLE_TIMEOUT: '600000' };
 }
 
 function ownProcesses(): number[] {
@@ -107,9 +88,9 @@ runAsWorker<Params, Sample>(import.meta.url, async (p) => {
   const names = serverNames(p.servers);
   const user = join(p.dir, 'daemon-bench.json');
   const approvals = join(p.dir, 'daemon-bench-approvals.json');
-  writeFileSync(user, `${JSON.stringify({ mcpServers: Object.fromEntries(names.map((s) => [s, { command: process.execPath, args: [FIXTURE], env: { TOOLS_VERSION: '1', ...markers() } }])) })}\n`);
+  writeFileSync(user, `${JSON.stringify({ mcpServers: Object.fromEntries(names.map((s) => [s, { command: process.execPath, args: [FIXTURE], env: { TOOLS_VERSION: '1', ...markerEnv() } }])) })}\n`);
   const single = join(p.dir, 'daemon-bench-single.json');
-  writeFileSync(single, `${JSON.stringify({ mcpServers: { s01: { command: process.execPath, args: [FIXTURE], env: { TOOLS_VERSION: '1', ...markers() } } } })}\n`);
+  writeFileSync(single, `${JSON.stringify({ mcpServers: { s01: { command: process.execPath, args: [FIXTURE], env: { TOOLS_VERSION: '1', ...markerEnv() } } } })}\n`);
   const globalArgs = (config: string): string[] => ['--cwd', p.dir, '--user-config', config, '--approvals', approvals];
   const pidOf = new WeakMap<object, number>();
   const open = async (config: string, shared: boolean): Promise<InstanceType<typeof Client>> => {
@@ -153,7 +134,6 @@ runAsWorker<Params, Sample>(import.meta.url, async (p) => {
   // b) latency: through the shim and the daemon vs a plain serve --stdio
   const viaShared = await open(single, true);
   const viaStdio = await open(single, false);
-  const samples = { shared: [] as number[], stdio: [] as number[] };
   const daemonPid = ownProcesses().find((p) => cmdline(p).includes('\0daemon'));
   const cpuPids = { shared: [pidOf.get(viaShared), daemonPid], stdio: [pidOf.get(viaStdio)] };
   const cpu = { shim: 0, daemon: 0, stdio: 0 };
@@ -161,27 +141,16 @@ runAsWorker<Params, Sample>(import.meta.url, async (p) => {
     shared: () => viaShared.callTool({ name: 'mcp__s01__echo', arguments: { text: 'ping' } }),
     stdio: () => viaStdio.callTool({ name: 'mcp__s01__echo', arguments: { text: 'ping' } }),
   };
-  const time = async (call: () => Promise<unknown>, n: number, into: number[]): Promise<void> => {
-    for (let i = 0; i < n; i++) {
-      const t0 = performance.now();
-      await call();
-      into.push(performance.now() - t0);
+  const samples = await timeInterleaved(paths, LATENCY.calls, async (key, block) => {
+    const before = cpuPids[key].map((p) => (p === undefined ? 0 : cpuTimeMs(p)));
+    await block();
+    const used = cpuPids[key].map((p, i) => (p === undefined ? 0 : cpuTimeMs(p)) - before[i]!);
+    if (key === 'stdio') cpu.stdio += used[0]!;
+    else {
+      cpu.shim += used[0]!;
+      cpu.daemon += used[1]!;
     }
-  };
-  for (const call of Object.values(paths)) await time(call, WARMUP, []);
-  for (let block = 0; block < CALLS / BLOCK; block++) {
-    const order = block % 2 === 0 ? (['shared', 'stdio'] as const) : (['stdio', 'shared'] as const);
-    for (const key of order) {
-      const before = cpuPids[key].map((p) => (p === undefined ? 0 : cpuTimeMs(p)));
-      await time(paths[key], BLOCK, samples[key]);
-      const used = cpuPids[key].map((p, i) => (p === undefined ? 0 : cpuTimeMs(p)) - before[i]!);
-      if (key === 'stdio') cpu.stdio += used[0]!;
-      else {
-        cpu.shim += used[0]!;
-        cpu.daemon += used[1]!;
-      }
-    }
-  }
+  });
   await viaShared.close();
   await viaStdio.close();
 
@@ -246,9 +215,9 @@ runAsWorker<Params, Sample>(import.meta.url, async (p) => {
   return {
     shared,
     plain,
-    latency: { shared: { p50: percentile(samples.shared, 50), p99: percentile(samples.shared, 99) }, stdio: { p50: percentile(samples.stdio, 50), p99: percentile(samples.stdio, 99) } },
-    // ms over CALLS calls → µs per call.
-    cpuPerCall: { stdio: (cpu.stdio * 1000) / CALLS, shim: (cpu.shim * 1000) / CALLS, daemon: (cpu.daemon * 1000) / CALLS },
+    latency: { shared: pathStats(samples.shared), stdio: pathStats(samples.stdio) },
+    // ms over LATENCY.calls calls → µs per call.
+    cpuPerCall: { stdio: (cpu.stdio * 1000) / LATENCY.calls, shim: (cpu.shim * 1000) / LATENCY.calls, daemon: (cpu.daemon * 1000) / LATENCY.calls },
     firstListSocket,
     firstListSpawn,
   };
@@ -294,7 +263,7 @@ export async function daemonBench(ctx: BenchContext, opts: { servers?: number; s
     },
     {
       section: '8 daemon',
-      figure: `tool call p50 via the shim and the daemon's socket (${CALLS} calls) vs serve --stdio`,
+      figure: `tool call p50 via the shim and the daemon's socket (${LATENCY.calls} calls) vs serve --stdio`,
       ours: ms(med((s) => s.latency.shared.p50)),
       baseline: ms(med((s) => s.latency.stdio.p50)),
       ratio: ratio(med((s) => s.latency.shared.p50), med((s) => s.latency.stdio.p50)),
@@ -303,7 +272,7 @@ export async function daemonBench(ctx: BenchContext, opts: { servers?: number; s
     },
     {
       section: '8 daemon',
-      figure: `CPU time per tool call: shim + daemon vs serve --stdio (µs, ${CALLS} calls; shim ${med((s) => s.cpuPerCall.shim).toFixed(0)} µs)`,
+      figure: `CPU time per tool call: shim + daemon vs serve --stdio (µs, ${LATENCY.calls} calls; shim ${med((s) => s.cpuPerCall.shim).toFixed(0)} µs)`,
       ours: `${med((s) => s.cpuPerCall.shim + s.cpuPerCall.daemon).toFixed(0)} µs`,
       baseline: `${med((s) => s.cpuPerCall.stdio).toFixed(0)} µs`,
       ratio: ratio(med((s) => s.cpuPerCall.shim + s.cpuPerCall.daemon), med((s) => s.cpuPerCall.stdio)),

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { AnyActorRef } from 'xstate';
 import type { ConnectInput, ConnectionLostEvent, ConnectOutput, SessionInput } from '../machines/server.machine.js';
 import type { DesiredMap, DesiredServer, GatingState } from '../machines/types.js';
-import { ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
+import { ms, type BenchContext, type MeasurementResult, type Row, type SizedOptions } from './support/context.js';
 import { median, ratio, summarise } from './support/stats.js';
 import { runAsWorker } from './support/worker.js';
 
@@ -137,13 +137,8 @@ runAsWorker<DecisionParams, DecisionSample>(import.meta.url, worker);
 
 // ── runner half ─────────────────────────────────────────────────────────────
 
-/** Options of {@link decisionCost}. */
-export interface DecisionOptions {
-  sizes: number[];
-}
-
 /** Run measurement 4. */
-export async function decisionCost(ctx: BenchContext, opts: DecisionOptions): Promise<MeasurementResult> {
+export async function decisionCost(ctx: BenchContext, opts: SizedOptions): Promise<MeasurementResult> {
   const rows: Row[] = [];
   const details: Record<string, unknown> = {};
   const perSize: { n: number; cost: number }[] = [];

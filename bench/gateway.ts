@@ -24,25 +24,17 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
-import { markedPids, RUN_MARKER, WORKER_MARKER } from './support/proc.js';
+import { markedPids, markerEnv, plainNodeEnv, WORKER_MARKER } from './support/proc.js';
 import { FIXTURE, loadSdk, rawConnect, serverNames } from './support/servers.js';
+import { CLI, LATENCY, pathStats, timeInterleaved, type CallFn, type PathStats } from './support/latency.js';
 import { median, ratio } from './support/stats.js';
 import { runAsWorker } from './support/worker.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
-const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
-const CALLS = 1_000;
-const BLOCK = 100;
-const WARMUP = 100;
 
 interface LatencyParams {
   dir: string;
   calls: number;
-}
-
-interface PathStats {
-  p50: number;
-  p99: number;
 }
 
 interface LatencySample {
@@ -75,53 +67,17 @@ interface SharingSample {
   servers: number;
 }
 
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
-function stats(values: number[]): PathStats {
-  return { p50: percentile(values, 50), p99: percentile(values, 99) };
-}
-
-/** Markers for the servers' env: the controller passes only allow-listed parent variables on. */
-function markers(): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of [RUN_MARKER, WORKER_MARKER]) {
-    const v = process.env[name];
-    if (v !== undefined) out[name] = v;
-  }
-  return out;
-}
-
 function writeGatewayConfig(dir: string, name: string, servers: string[]): { user: string; approvals: string } {
   const user = join(dir, `${name}.json`);
-  const mcpServers = Object.fromEntries(servers.map((s) => [s, { command: process.execPath, args: [FIXTURE], env: { TOOLS_VERSION: '1', ...markers() } }]));
+  const mcpServers = Object.fromEntries(servers.map((s) => [s, { command: process.execPath, args: [FIXTURE], env: { TOOLS_VERSION: '1', ...markerEnv() } }]));
   writeFileSync(user, `${JSON.stringify({ mcpServers }, null, 2)}\n`);
   return { user, approvals: join(dir, `${name}-approvals.json`) };
-}
-
-/** Environment of the serve process: ours (markers included), without what skews Node start-up. */
-function serveEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'NODE_EXTRA_CA_CERTS' && k !== 'NODE_OPTIONS') env[k] = v;
-  return env;
-}
-
-type CallFn = () => Promise<unknown>;
-
-async function timeCalls(call: CallFn, n: number, into: number[]): Promise<void> {
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    await call();
-    into.push(performance.now() - t0);
-  }
 }
 
 /** The HTTP fixture server as a child; resolves with its URL once it listens. */
 async function startHttpFixture(name = 'http-server', env: Record<string, string> = {}): Promise<{ url: string; stop(): Promise<void> }> {
   const script = FIXTURE.replace(/basic-server\.js$/, `${name}.js`);
-  const child = spawn(process.execPath, [script], { env: { ...serveEnv(), PORT: '0', TOOLS_VERSION: '1', ...env }, stdio: ['ignore', 'pipe', 'ignore'] });
+  const child = spawn(process.execPath, [script], { env: { ...plainNodeEnv(), PORT: '0', TOOLS_VERSION: '1', ...env }, stdio: ['ignore', 'pipe', 'ignore'] });
   let out = '';
   child.stdout.setEncoding('utf8');
   const port = await new Promise<string>((resolve, reject) => {
@@ -146,7 +102,7 @@ async function startHttpFixture(name = 'http-server', env: Record<string, string
 /** A `serve --http` child; resolves with its URL and token from stderr. */
 async function startHttpServe(dir: string, cfg: { user: string; approvals: string }): Promise<{ url: string; token: string; stop(): Promise<void> }> {
   const child = spawn(process.execPath, [CLI, 'serve', '--http', '--cwd', dir, '--user-config', cfg.user, '--approvals', cfg.approvals], {
-    env: { ...serveEnv(), HOME: dir },
+    env: { ...plainNodeEnv(), HOME: dir },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -215,15 +171,15 @@ runAsWorker<LatencyParams | SharingParams, LatencySample | SharingSample>(import
   // a) latency
   const cfg = writeGatewayConfig(p.dir, 'gateway-latency', ['s01']);
   const direct = await rawConnect({ command: process.execPath, args: [FIXTURE], env: { TOOLS_VERSION: '1' } });
+  // serve --stdio as both SDKs' clients spawn it.
+  const serveStdio = {
+    command: process.execPath,
+    args: [CLI, 'serve', '--stdio', '--cwd', p.dir, '--user-config', cfg.user, '--approvals', cfg.approvals],
+    env: { ...plainNodeEnv(), HOME: p.dir },
+    stderr: 'ignore' as const,
+  };
   const viaStdio = new Client({ name: 'bench-gateway-stdio', version: '1.0.0' });
-  await viaStdio.connect(
-    new StdioClientTransport({
-      command: process.execPath,
-      args: [CLI, 'serve', '--stdio', '--cwd', p.dir, '--user-config', cfg.user, '--approvals', cfg.approvals],
-      env: { ...serveEnv(), HOME: p.dir },
-      stderr: 'ignore',
-    }),
-  );
+  await viaStdio.connect(new StdioClientTransport(serveStdio));
   const fixture = await startHttpFixture();
   const directHttp = new Client({ name: 'bench-direct-http', version: '1.0.0' });
   await directHttp.connect(new StreamableHTTPClientTransport(new URL(fixture.url)));
@@ -236,17 +192,10 @@ runAsWorker<LatencyParams | SharingParams, LatencySample | SharingSample>(import
   const pinned = (name: string) => new v2.Client({ name, version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: MODERN } } });
   const directModern = pinned('bench-direct-modern');
   await directModern.connect(
-    new StdioV2({ command: process.execPath, args: [FIXTURE.replace(/basic-server\.js$/, 'v2-stdio-server.js')], env: { ...serveEnv(), V2_LEGACY: 'reject' }, stderr: 'ignore' }),
+    new StdioV2({ command: process.execPath, args: [FIXTURE.replace(/basic-server\.js$/, 'v2-stdio-server.js')], env: { ...plainNodeEnv(), V2_LEGACY: 'reject' }, stderr: 'ignore' }),
   );
   const stdioModern = pinned('bench-gateway-stdio-modern');
-  await stdioModern.connect(
-    new StdioV2({
-      command: process.execPath,
-      args: [CLI, 'serve', '--stdio', '--cwd', p.dir, '--user-config', cfg.user, '--approvals', cfg.approvals],
-      env: { ...serveEnv(), HOME: p.dir },
-      stderr: 'ignore',
-    }),
-  );
+  await stdioModern.connect(new StdioV2(serveStdio));
   const fixtureModern = await startHttpFixture('v2-http-server', { V2_LEGACY: 'reject' });
   const directModernHttp = pinned('bench-direct-modern-http');
   await directModernHttp.connect(new v2.StreamableHTTPClientTransport(new URL(fixtureModern.url)));
@@ -264,17 +213,8 @@ runAsWorker<LatencyParams | SharingParams, LatencySample | SharingSample>(import
       directModernHttp: () => directModernHttp.callTool({ name: 'echo', arguments: args }),
       httpModern: () => httpModern.callTool({ name: 'mcp__s01__echo', arguments: args }),
     };
-    const samples = Object.fromEntries(Object.keys(paths).map((k) => [k, [] as number[]])) as Record<keyof LatencySample, number[]>;
-    for (const call of Object.values(paths)) await timeCalls(call, WARMUP, []);
-    const order = Object.keys(paths) as (keyof LatencySample)[];
-    for (let block = 0; block < p.calls / BLOCK; block++) {
-      // Rotate which path goes first in each block.
-      for (let i = 0; i < order.length; i++) {
-        const key = order[(block + i) % order.length]!;
-        await timeCalls(paths[key], BLOCK, samples[key]);
-      }
-    }
-    return Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, stats(v)])) as unknown as LatencySample;
+    const samples = await timeInterleaved(paths, p.calls);
+    return Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, pathStats(v)])) as unknown as LatencySample;
   } finally {
     for (const c of [httpModern, directModernHttp, stdioModern, directModern]) await c.close().catch(() => undefined);
     await fixtureModern.stop();
@@ -295,7 +235,7 @@ const us = (x: number): string => `${(x * 1000).toFixed(0)} µs`;
 export async function gatewayBench(ctx: BenchContext, opts: { servers?: number; sessions?: number } = {}): Promise<MeasurementResult> {
   const runs: LatencySample[] = [];
   for (let i = 0; i < ctx.runs; i++) {
-    const s = await ctx.workers.run<LatencySample>(SCRIPT, { dir: ctx.tmp, calls: CALLS } satisfies LatencyParams, {
+    const s = await ctx.workers.run<LatencySample>(SCRIPT, { dir: ctx.tmp, calls: LATENCY.calls } satisfies LatencyParams, {
       execArgv: ctx.execArgv('gateway'),
       timeoutMs: 900_000, // eight paths of 1 100 calls each
     });
@@ -327,7 +267,7 @@ export async function gatewayBench(ctx: BenchContext, opts: { servers?: number; 
     rows.push(
       {
         section: '6 gateway',
-        figure: `tool call p50 via serve --${path} (${CALLS} calls) vs direct SDK client over ${path}${era}`,
+        figure: `tool call p50 via serve --${path} (${LATENCY.calls} calls) vs direct SDK client over ${path}${era}`,
         ours: ms(p50),
         baseline: ms(direct50),
         ratio: ratio(p50, direct50),

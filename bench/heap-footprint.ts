@@ -22,12 +22,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { loadLibrary } from './support/library.js';
-import { loadSdk, rawConnect, type RawConnection } from './support/servers.js';
+import { loadLibrary, userConfigOptions } from './support/library.js';
+import { FIXTURE, loadSdk, rawConnect, TOOLS_PER_SERVER, type RawConnection } from './support/servers.js';
 
-const FIXTURE = fileURLToPath(new URL('../test/fixtures/basic-server.js', import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
-const TOOLS_PER_SERVER = 5;
 
 interface Sample {
   /** heapUsed after import, before any controller (bytes). */
@@ -79,9 +77,7 @@ async function measure(servers: number): Promise<Sample> {
     const { createMcpController } = await loadLibrary();
     const imported = settledHeap();
     const ctl = createMcpController({
-      cwd: dir,
-      sources: [{ scope: 'user', path: configPath }],
-      approvals: join(dir, 'approvals.json'),
+      ...userConfigOptions(dir, configPath),
       watch: false,
       listingCache: false,
       readyTimeoutMs: 300_000,

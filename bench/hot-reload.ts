@@ -12,7 +12,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
-import { loadLibrary } from './support/library.js';
+import { loadLibrary, userConfigOptions } from './support/library.js';
 import { GapSampler, type GapReport } from './support/gaps.js';
 import {
   fixtureConfig,
@@ -109,9 +109,7 @@ async function controllerReloads(p: ReloadParams): Promise<ReloadRun[]> {
   const versions = initialVersions(p.n);
   writeConfig(configPath, versions);
   const ctl = createMcpController({
-    cwd: p.dir,
-    sources: [{ scope: 'user', path: configPath }],
-    approvals: join(p.dir, 'approvals.json'),
+    ...userConfigOptions(p.dir, configPath),
     // No listing cache: reload figures stay comparable with earlier runs.
     listingCache: false,
     watch: true,

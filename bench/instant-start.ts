@@ -27,8 +27,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ServerConfig } from '../machines/types.js';
-import { mb, ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
-import { loadLibrary } from './support/library.js';
+import { mb, ms, type BenchContext, type MeasurementResult, type Row, type SizedOptions } from './support/context.js';
+import { loadLibrary, userConfigOptions } from './support/library.js';
 import { initialVersions, loadSdk, rawConnect, TOOLS_PER_SERVER, writeConfig, type RawConnection } from './support/servers.js';
 import { median, ratio, summarise } from './support/stats.js';
 import { runAsWorker } from './support/worker.js';
@@ -106,9 +106,7 @@ async function controller(p: Params, extra: Record<string, unknown> = {}) {
   const { createMcpController } = await loadLibrary();
   return () =>
     createMcpController({
-      cwd: p.dir,
-      sources: [{ scope: 'user', path: p.configPath }],
-      approvals: join(p.dir, 'approvals.json'),
+      ...userConfigOptions(p.dir, p.configPath),
       processStateFile: false,
       listingCache: p.cacheDir,
       watch: false,
@@ -169,9 +167,7 @@ async function worker(p: Params): Promise<Sample> {
       const { createMcpController } = await loadLibrary();
       const expected = task.n * TOOLS_PER_SERVER;
       const ctl = createMcpController({
-        cwd: p.dir,
-        sources: [{ scope: 'user', path: p.configPath }],
-        approvals: join(p.dir, 'approvals.json'),
+        ...userConfigOptions(p.dir, p.configPath),
         listingCache: p.cacheDir,
         processStateFile: join(p.dir, `processes-${process.pid}.json`),
         startup: task.startup,
@@ -268,13 +264,8 @@ runAsWorker<Params, Sample>(import.meta.url, worker);
 
 // ── runner half ─────────────────────────────────────────────────────────────
 
-/** Options of {@link instantStart}. */
-export interface InstantStartOptions {
-  sizes: number[];
-}
-
 /** Run measurement 7. */
-export async function instantStart(ctx: BenchContext, opts: InstantStartOptions): Promise<MeasurementResult> {
+export async function instantStart(ctx: BenchContext, opts: SizedOptions): Promise<MeasurementResult> {
   const rows: Row[] = [];
   const details: Record<string, unknown> = {};
   const section = '7 instant start';

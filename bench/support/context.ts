@@ -14,6 +14,11 @@ export interface BenchContext {
   execArgv(measurement: string, extra?: string[]): string[];
 }
 
+/** Options of a measurement taken at several sizes (server or actor counts). */
+export interface SizedOptions {
+  sizes: number[];
+}
+
 /** One line of the printed table. */
 export interface Row {
   /** The measurement (1–5) and what is measured. */

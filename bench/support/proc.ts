@@ -70,6 +70,23 @@ export function benchEnv(markers: Record<string, string>): NodeJS.ProcessEnv {
   return env;
 }
 
+/** This process's run and worker markers, for the env of servers a controller spawns (it passes only allow-listed parent variables on). */
+export function markerEnv(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of [RUN_MARKER, WORKER_MARKER]) {
+    const v = process.env[name];
+    if (v !== undefined) out[name] = v;
+  }
+  return out;
+}
+
+/** Our environment (markers included) for a spawned CLI or client, without what skews Node start-up. */
+export function plainNodeEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'NODE_EXTRA_CA_CERTS' && k !== 'NODE_OPTIONS') env[k] = v;
+  return env;
+}
+
 /** CPU time (user + system) a process has used so far, in ms; 0 when it is gone. Linux /proc. */
 export function cpuTimeMs(pid: number): number {
   try {

@@ -17,35 +17,18 @@ describe('approval states and promptable servers (SPEC §4)', () => {
   const foo = entry('foo', 'project');
   const fooEdited = entry('foo', 'project', { command: 'node', args: ['foo.js', '--edited'] });
 
-  it('no decision → pending and promptable', () => {
-    const desired = desiredOf(foo);
-    expect(approvalStates(desired, {})).toEqual({ foo: 'pending' });
-    expect(promptableServers(desired, {})).toEqual(['foo']);
-    expect(verdictOf(desired, {}, 'foo')).toBe('pending_approval');
-  });
-
-  it('rejected → not promptable, and still not admitted', () => {
-    const desired = desiredOf(foo);
-    const decisions = { foo: decide(foo, 'rejected') };
-    expect(approvalStates(desired, decisions)).toEqual({ foo: 'rejected' });
-    expect(promptableServers(desired, decisions)).toEqual([]);
-    expect(verdictOf(desired, decisions, 'foo')).toBe('rejected');
-  });
-
-  it('a config edit after a reject makes it promptable again', () => {
-    const decisions = { foo: decide(foo, 'rejected') };
-    const desired = desiredOf(fooEdited);
-    expect(approvalStates(desired, decisions)).toEqual({ foo: 'pending' });
-    expect(promptableServers(desired, decisions)).toEqual(['foo']);
-    expect(verdictOf(desired, decisions, 'foo')).toBe('pending_approval');
-  });
-
-  it('approved → neither promptable nor rejected, and admitted', () => {
-    const desired = desiredOf(foo);
-    const decisions = { foo: decide(foo, 'approved') };
-    expect(approvalStates(desired, decisions)).toEqual({ foo: 'approved' });
-    expect(promptableServers(desired, decisions)).toEqual([]);
-    expect(verdictOf(desired, decisions, 'foo')).toBe('admitted');
+  it.each([
+    { title: 'no decision → pending and promptable', config: foo, decision: undefined, state: 'pending', promptable: ['foo'], verdict: 'pending_approval' },
+    { title: 'rejected → not promptable, and still not admitted', config: foo, decision: 'rejected', state: 'rejected', promptable: [], verdict: 'rejected' },
+    { title: 'a config edit after a reject makes it promptable again', config: fooEdited, decision: 'rejected', state: 'pending', promptable: ['foo'], verdict: 'pending_approval' },
+    { title: 'approved → neither promptable nor rejected, and admitted', config: foo, decision: 'approved', state: 'approved', promptable: [], verdict: 'admitted' },
+  ] as const)('$title', ({ config, decision, state, promptable, verdict }) => {
+    const desired = desiredOf(config);
+    // The decision is always about the unedited config.
+    const decisions: Record<string, ApprovalDecision> = decision === undefined ? {} : { foo: decide(foo, decision) };
+    expect(approvalStates(desired, decisions)).toEqual({ foo: state });
+    expect(promptableServers(desired, decisions)).toEqual(promptable);
+    expect(verdictOf(desired, decisions, 'foo')).toBe(verdict);
   });
 
   it('an approval for an older config does not carry over to the edited one', () => {

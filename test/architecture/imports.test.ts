@@ -1,23 +1,15 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { checkImports, LAYERS, type SourceFile } from './import-rules.js';
+import { repoRoot, tsFiles } from './source-files.js';
 
 // The layering of docs/architecture.md, checked on the real sources: no
 // import cycles (between files or between folders), no import of a higher
 // layer, and machines/ importing nothing but xstate and machines/.
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
 function sources(dir: string): SourceFile[] {
-  const out: SourceFile[] = [];
-  for (const entry of readdirSync(path.join(repoRoot, dir), { withFileTypes: true })) {
-    const rel = path.posix.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...sources(rel));
-    else if (entry.name.endsWith('.ts')) out.push({ path: rel, text: readFileSync(path.join(repoRoot, rel), 'utf8') });
-  }
-  return out;
+  return tsFiles(dir).map((rel) => ({ path: rel, text: readFileSync(path.join(repoRoot, rel), 'utf8') }));
 }
 
 describe('import rules (docs/architecture.md)', () => {

@@ -1,22 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { repoRoot, tsFiles } from './source-files.js';
 
 // Code comments cite docs/spec.md by section (`SPEC §5`) and never an issue
 // number: every citation must resolve, or the reader is left with nothing.
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-function tsFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const entry of readdirSync(path.join(repoRoot, dir), { withFileTypes: true })) {
-    const rel = path.posix.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...tsFiles(rel));
-    else if (entry.name.endsWith('.ts')) out.push(rel);
-  }
-  return out;
-}
 
 describe('citations in code comments', () => {
   const files = ['machines', 'src', 'test', 'bench', 'conformance'].flatMap(tsFiles);

@@ -45,6 +45,14 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
     return c;
   }
 
+  /** A started controller with the fixture as its one runtime server, `remote`. */
+  async function startedWithRemote(opts: Parameters<typeof authTestController>[1] = {}): Promise<McpController> {
+    const c = controller(opts);
+    await c.addRuntimeServer('remote', { type: 'http', url: fixture.url });
+    await c.start();
+    return c;
+  }
+
   it('signs in during the connect when the host hook drives the browser, and stores tokens in a 0600 file', async () => {
     const storePath = join(dir, 'state', 'oauth.json');
     const urls: string[] = [];
@@ -75,18 +83,14 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
     ['0620', 0o620],
   ])('does not use a token file that group or others can write (mode %s): needs_auth with the reason and the fix', async (_octal, mode) => {
     const storePath = join(dir, 'state', 'oauth.json');
-    const first = controller({ oauth: { tokenStore: storePath }, onAuthorizationUrl: browser });
-    await first.addRuntimeServer('remote', { type: 'http', url: fixture.url });
-    await first.start();
+    const first = await startedWithRemote({ oauth: { tokenStore: storePath }, onAuthorizationUrl: browser });
     expect(stateOf(first)?.state).toBe('connected');
     await first.dispose();
     const grants = { ...fixture.counts };
 
     // Valid tokens, but anyone could have put them (or the endpoints they go to) there.
     chmodSync(storePath, mode);
-    const second = controller({ oauth: { tokenStore: storePath } });
-    await second.addRuntimeServer('remote', { type: 'http', url: fixture.url });
-    await second.start();
+    const second = await startedWithRemote({ oauth: { tokenStore: storePath } });
     const row = stateOf(second)!;
     expect(row.state).toBe('needs_auth');
     expect(row.lastError).toContain(storePath);
@@ -102,16 +106,12 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
 
     // Once the user vouches for it, it is used again.
     chmodSync(storePath, 0o600);
-    const third = controller({ oauth: { tokenStore: storePath } });
-    await third.addRuntimeServer('remote', { type: 'http', url: fixture.url });
-    await third.start();
+    const third = await startedWithRemote({ oauth: { tokenStore: storePath } });
     expect(stateOf(third)?.state).toBe('connected');
   });
 
   it('rests in needs_auth without a hook, says which command fixes it, and leaves it with authenticate()', async () => {
-    const c = controller({ oauth: { tokenStore: new MemoryTokenStore() } });
-    await c.addRuntimeServer('remote', { type: 'http', url: fixture.url });
-    await c.start();
+    const c = await startedWithRemote({ oauth: { tokenStore: new MemoryTokenStore() } });
     expect(stateOf(c)?.state).toBe('needs_auth');
     expect(fixture.counts.register).toBe(0); // nobody to sign in: nothing was started
     expect(c.toolUnavailableMessage('mcp__remote__echo')).toContain('mcp-reconciler auth remote');
@@ -125,17 +125,13 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
 
   it('refreshes an expired access token without a user, and needs a new sign-in once everything is revoked', async () => {
     const store = new MemoryTokenStore();
-    const first = controller({ oauth: { tokenStore: store }, onAuthorizationUrl: browser });
-    await first.addRuntimeServer('remote', { type: 'http', url: fixture.url });
-    await first.start();
+    const first = await startedWithRemote({ oauth: { tokenStore: store }, onAuthorizationUrl: browser });
     expect(stateOf(first)?.state).toBe('connected');
     await first.dispose();
 
     // A later run: no hook, the access token is dead, the refresh token works.
     fixture.expireAccessTokens();
-    const second = controller({ oauth: { tokenStore: store } });
-    await second.addRuntimeServer('remote', { type: 'http', url: fixture.url });
-    await second.start();
+    const second = await startedWithRemote({ oauth: { tokenStore: store } });
     expect(stateOf(second)?.state).toBe('connected');
     expect(fixture.counts.refresh_token).toBe(1);
     expect(fixture.counts.authorization_code).toBe(1);
@@ -143,9 +139,7 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
 
     // Revoked: the refresh fails, so the server waits for a sign-in.
     fixture.revokeAll();
-    const third = controller({ oauth: { tokenStore: store } });
-    await third.addRuntimeServer('remote', { type: 'http', url: fixture.url });
-    await third.start();
+    const third = await startedWithRemote({ oauth: { tokenStore: store } });
     expect(stateOf(third)?.state).toBe('needs_auth');
     expect(fixture.counts.refresh_token).toBe(2);
     const connected = reach(third, 'connected');
@@ -156,9 +150,7 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
 
   it('logout forgets the stored credentials', async () => {
     const store = new MemoryTokenStore();
-    const c = controller({ oauth: { tokenStore: store }, onAuthorizationUrl: browser });
-    await c.addRuntimeServer('remote', { type: 'http', url: fixture.url });
-    await c.start();
+    const c = await startedWithRemote({ oauth: { tokenStore: store }, onAuthorizationUrl: browser });
     expect(await store.keys()).toEqual([fixture.url]);
     expect(await c.logout('remote')).toBe(true);
     expect(await store.keys()).toEqual([]);
@@ -166,9 +158,7 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
   });
 
   it('answers a redirect with a state it did not issue with 400 "Sign-in failed", and the real one still completes', async () => {
-    const c = controller({ oauth: { tokenStore: new MemoryTokenStore() } });
-    await c.addRuntimeServer('remote', { type: 'http', url: fixture.url });
-    await c.start();
+    const c = await startedWithRemote({ oauth: { tokenStore: new MemoryTokenStore() } });
     expect(stateOf(c)?.state).toBe('needs_auth');
     const pages: Array<{ status: number; text: string }> = [];
     const connected = reach(c, 'connected');

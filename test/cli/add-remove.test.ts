@@ -4,26 +4,16 @@
  * processes writing one file at once losing nothing.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, realpath, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCliCaptured } from '../helpers/cli.js';
 import { cliBin } from '../helpers/fixtures.js';
+import { makeTempHome, removeTempHome, type TempHome } from '../helpers/temp-home.js';
 
-let home: string;
-let ws: string;
-let env: NodeJS.ProcessEnv;
-
-beforeEach(async () => {
-  home = await mkdtemp(join(tmpdir(), 'mcpr-add-cli-home-'));
-  ws = await realpath(await mkdtemp(join(tmpdir(), 'mcpr-add-cli-ws-')));
-  env = { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), PATH: process.env.PATH };
-});
-afterEach(async () => {
-  await rm(home, { recursive: true, force: true });
-  await rm(ws, { recursive: true, force: true });
-});
+let { home, ws, env }: TempHome = { home: '', ws: '', env: {} };
+beforeEach(async () => void ({ home, ws, env } = await makeTempHome('mcpr-add-cli')));
+afterEach(() => removeTempHome({ home, ws }));
 
 const cli = (verb: string, ...argv: string[]) => runCliCaptured([verb, '--cwd', ws, ...argv], env, ws);
 const json = async (file: string) => JSON.parse(await readFile(file, 'utf8')) as Record<string, Record<string, unknown>>;

@@ -4,25 +4,15 @@
  * target cannot express (a remote server or a headersHelper into Claude
  * Desktop) reported instead of dropped without a word.
  */
-import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCliCaptured } from '../helpers/cli.js';
+import { makeTempHome, removeTempHome, type TempHome } from '../helpers/temp-home.js';
 
-let home: string;
-let ws: string;
-let env: NodeJS.ProcessEnv;
-
-beforeEach(async () => {
-  home = await mkdtemp(join(tmpdir(), 'mcpr-import-home-'));
-  ws = await realpath(await mkdtemp(join(tmpdir(), 'mcpr-import-ws-')));
-  env = { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), PATH: process.env.PATH };
-});
-afterEach(async () => {
-  await rm(home, { recursive: true, force: true });
-  await rm(ws, { recursive: true, force: true });
-});
+let { home, ws, env }: TempHome = { home: '', ws: '', env: {} };
+beforeEach(async () => void ({ home, ws, env } = await makeTempHome('mcpr-import')));
+afterEach(() => removeTempHome({ home, ws }));
 
 const cli = (...argv: string[]) => runCliCaptured([...argv, '--cwd', ws], env, ws);
 

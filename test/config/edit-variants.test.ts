@@ -9,32 +9,22 @@
  * comments, quoted keys, CRLF…). What `add` wrote is read back by the
  * host-faithful reader as asked, and the servers the file had stay as read.
  */
-import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { parse as parseJsonc } from 'jsonc-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addServer, editTargets, removeServer, type EditScope, type ServerSpec } from '../../src/config/edit.js';
 import { ConfigReader, configSources } from '../../src/config/reader.js';
 import { resolvePreset } from '../../src/config/presets.js';
+import { makeTempHome, removeTempHome, type TempHome } from '../helpers/temp-home.js';
 
 const fixtures = resolve(import.meta.dirname, '../fixtures/host-configs');
 /** Where the local-scope fixture names its project folder (replaced by the test's workspace). */
 const FIXTURE_ROOT = '/home/dev/src/website';
 
-let home: string;
-let ws: string;
-let env: NodeJS.ProcessEnv;
-
-beforeAll(async () => {
-  home = await mkdtemp(join(tmpdir(), 'mcpr-variants-home-'));
-  ws = await realpath(await mkdtemp(join(tmpdir(), 'mcpr-variants-ws-')));
-  env = { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), PATH: process.env.PATH };
-});
-afterAll(async () => {
-  await rm(home, { recursive: true, force: true });
-  await rm(ws, { recursive: true, force: true });
-});
+let { home, ws, env }: TempHome = { home: '', ws: '', env: {} };
+beforeAll(async () => void ({ home, ws, env } = await makeTempHome('mcpr-variants')));
+afterAll(() => removeTempHome({ home, ws }));
 
 type Transform = (text: string, keyPath: string[]) => string;
 

@@ -5,30 +5,20 @@
  * as intended, the remove gives the original bytes back, the previous file
  * is kept, a file with secrets is 0600, and `${VAR}` is written as written.
  */
-import { copyFile, mkdir, mkdtemp, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { addServer, editTargets, removeServer, type EditScope, type ServerSpec } from '../../src/config/edit.js';
 import { ConfigReader, configSources } from '../../src/config/reader.js';
 import { resolvePreset } from '../../src/config/presets.js';
 import { McpReconcilerError } from '../../src/errors.js';
+import { makeTempHome, removeTempHome, type TempHome } from '../helpers/temp-home.js';
 
 const fixtures = resolve(import.meta.dirname, '../fixtures/host-configs');
 
-let home: string;
-let ws: string;
-let env: NodeJS.ProcessEnv;
-
-beforeEach(async () => {
-  home = await mkdtemp(join(tmpdir(), 'mcpr-edit-home-'));
-  ws = await realpath(await mkdtemp(join(tmpdir(), 'mcpr-edit-ws-')));
-  env = { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), PATH: process.env.PATH };
-});
-afterEach(async () => {
-  await rm(home, { recursive: true, force: true });
-  await rm(ws, { recursive: true, force: true });
-});
+let { home, ws, env }: TempHome = { home: '', ws: '', env: {} };
+beforeEach(async () => void ({ home, ws, env } = await makeTempHome('mcpr-edit')));
+afterEach(() => removeTempHome({ home, ws }));
 
 /** Put fixture `file` where `preset` keeps its `scope` file; returns that path. */
 async function place(preset: string, scope: EditScope, file: string): Promise<string> {

@@ -5,8 +5,7 @@
  * same PID or runs another command.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -15,7 +14,7 @@ import { processIdentity } from '../../src/connection/process-groups.js';
 import { defaultProcessStatePath, readRecordedGroups, type RecordedGroup } from '../../src/connection/process-records.js';
 import { ProcessTracker } from '../../src/connection/processes.js';
 import { fixturePath, repoRoot, stdioFixtureConfig } from '../helpers/fixtures.js';
-import { descendantsOf, endTestProcesses, killGroupOrPid, pidAlive, waitFor } from '../helpers/processes.js';
+import { descendantsOf, endTestProcesses, killGroupOrPid, pidAlive, recordedTempDir, waitFor } from '../helpers/processes.js';
 import { WATCHDOG_NAME } from '../../src/connection/watchdog.js';
 
 const isUnix = process.platform !== 'win32';
@@ -27,11 +26,7 @@ let hosts: ChildProcess[] = [];
 let controllers: McpController[] = [];
 let trackers: ProcessTracker[] = [];
 
-function tempDir(): string {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-reap-')));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = (): string => recordedTempDir(dirs, 'mcp-reap-');
 
 afterEach(async () => {
   // Runs even when an assertion failed: no host, orphan or decoy may outlive the test.

@@ -4,6 +4,7 @@ import { openConnection, type ConnectionEvent, type LiveConnection } from '../..
 import type { ProcessTracker } from '../../src/connection/processes.js';
 import { McpReconcilerError } from '../../src/errors.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
+import { rejection } from '../helpers/results.js';
 
 /** Collects a connection's events. */
 export function eventLog(): { events: ConnectionEvent[]; onEvent: (e: ConnectionEvent) => void; lost: () => Extract<ConnectionEvent, { type: 'lost' }>[] } {
@@ -28,23 +29,11 @@ export async function expectNoSurvivors(trackers: readonly ProcessTracker[], ext
   expect(pids.filter(pidAlive)).toEqual([]);
 }
 
-/** The text of a tool result's first text block. */
-export function firstText(result: { content?: unknown }): string {
-  const content = result.content as Array<{ type: string; text?: string }> | undefined;
-  const block = content?.find((c) => c.type === 'text');
-  if (!block?.text) throw new Error(`no text content in ${JSON.stringify(result)}`);
-  return block.text;
-}
+export { firstText } from '../helpers/results.js';
 
 /** Await `promise` and return the McpReconcilerError it rejects with; fails the test when it resolves. */
-export async function connectError(promise: Promise<unknown>): Promise<McpReconcilerError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(McpReconcilerError);
-    return err as McpReconcilerError;
-  }
-  throw new Error('expected the connection to fail');
+export function connectError(promise: Promise<unknown>): Promise<McpReconcilerError> {
+  return rejection(promise, 'expected the connection to fail');
 }
 
 /**

@@ -5,14 +5,13 @@
  * the published package, real fixture servers.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import { WATCHDOG_NAME } from '../../src/connection/watchdog.js';
 import { fixturePath, repoRoot } from '../helpers/fixtures.js';
-import { descendantsOf, endTestProcesses, killGroupOrPid, pidAlive, waitFor } from '../helpers/processes.js';
+import { descendantsOf, endTestProcesses, killGroupOrPid, pidAlive, recordedTempDir, waitFor } from '../helpers/processes.js';
 
 const isLinux = process.platform === 'linux';
 
@@ -21,11 +20,7 @@ let pids: number[] = [];
 let hosts: ChildProcess[] = [];
 let controllers: McpController[] = [];
 
-function tempDir(): string {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-watchdog-')));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = (): string => recordedTempDir(dirs, 'mcp-watchdog-');
 
 /** A controller in this process with one stdio server running (tracked for cleanup). */
 async function hostWithOneServer(): Promise<McpController> {

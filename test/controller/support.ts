@@ -10,7 +10,6 @@ import { expect } from 'vitest';
 import { runCliCaptured } from '../helpers/cli.js';
 import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import type { McpControllerOptions, ServerStateName } from '../../src/controller/types.js';
-import { McpReconcilerError } from '../../src/errors.js';
 import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
 
 /** A temp workspace: its root, a private HOME / XDG_CONFIG_HOME and an approvals file. */
@@ -125,24 +124,7 @@ export async function waitState(c: McpController, server: string, state: ServerS
   );
 }
 
-/** The text of a tool result's first text block. */
-export function firstText(result: { content?: unknown }): string {
-  const content = result.content as Array<{ type: string; text?: string }> | undefined;
-  const block = content?.find((c) => c.type === 'text');
-  if (block?.text === undefined) throw new Error(`no text content in ${JSON.stringify(result)}`);
-  return block.text;
-}
-
-/** The `McpReconcilerError` a promise rejects with (fails when it resolves or throws something else). */
-export async function rejection(promise: Promise<unknown>): Promise<McpReconcilerError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(McpReconcilerError);
-    return err as McpReconcilerError;
-  }
-  throw new Error('expected a rejection');
-}
+export { firstText, rejection } from '../helpers/results.js';
 
 /** Registered tool names of the controller, sorted. */
 export function toolNames(c: McpController): string[] {

@@ -1,4 +1,6 @@
-import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /** Whether a process with this PID exists (and is not a zombie). */
 export function pidAlive(pid: number): boolean {
@@ -62,6 +64,13 @@ export function killGroupOrPid(pid: number): void {
       // gone already
     }
   }
+}
+
+/** A new temp dir (its real path) named `<prefix>…`, recorded in `dirs` so that {@link endTestProcesses} removes it. */
+export function recordedTempDir(dirs: string[], prefix: string): string {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+  dirs.push(dir);
+  return dir;
 }
 
 /** What a process test started, to be ended after each test. */
