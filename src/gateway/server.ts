@@ -18,6 +18,7 @@ import type { SessionScope } from './scope.js';
 import { serveResources } from './resources.js';
 import { createSessionCore, FORWARDED_BY_HEADER, GATEWAY_INFO, gatewayInstructions } from './session-core.js';
 import { canElicit } from './tool-approval.js';
+import { ListChanges } from './list-changes.js';
 
 export { GATEWAY_INFO };
 
@@ -49,24 +50,15 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
     instructions: gatewayInstructions(pool),
   });
 
-  // Coalesced per tick: one reconcile can change several servers at once.
   let initialized = false;
-  const dirty = { tools: false, prompts: false };
-  let flushing: NodeJS.Immediate | undefined;
-  const flush = (): void => {
-    flushing = undefined;
+  const changes = new ListChanges<'tools' | 'prompts'>((changed) => {
     if (!initialized) return;
     const sends: Promise<void>[] = [];
-    if (dirty.tools) sends.push(server.sendToolListChanged());
-    if (dirty.prompts) sends.push(server.sendPromptListChanged());
-    dirty.tools = dirty.prompts = false;
+    if (changed.has('tools')) sends.push(server.sendToolListChanged());
+    if (changed.has('prompts')) sends.push(server.sendPromptListChanged());
     // A client that went away mid-send is the transport's business, not an error here.
     for (const p of sends) p.catch(() => undefined);
-  };
-  const mark = (what: 'tools' | 'prompts'): void => {
-    dirty[what] = true;
-    flushing ??= setImmediate(flush);
-  };
+  });
   server.oninitialized = () => {
     initialized = true;
   };
@@ -76,8 +68,8 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
     transport: options.transport,
     ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
     listener: {
-      toolsChanged: () => mark('tools'),
-      promptsChanged: () => mark('prompts'),
+      toolsChanged: () => changes.mark('tools'),
+      promptsChanged: () => changes.mark('prompts'),
       elicit: (request, opts) => {
         const caps = server.getClientCapabilities()?.elicitation;
         if (!caps) return undefined;
@@ -132,7 +124,7 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
       closing ??= (async () => {
         await resources.close();
         session.release();
-        if (flushing) clearImmediate(flushing);
+        changes.close();
         await server.close().catch(() => undefined);
       })();
       return closing;
