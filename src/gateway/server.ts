@@ -6,9 +6,14 @@
  * server-to-client request.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { Protocol, type RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolRequestSchema,
   GetPromptRequestSchema,
+  type CallToolRequest,
+  type CallToolResult,
+  type ServerNotification,
+  type ServerRequest,
   ListPromptsRequestSchema,
   ListToolsRequestSchema,
   type CreateMessageResult,
@@ -21,6 +26,8 @@ import { canElicit } from './tool-approval.js';
 import { ListChanges } from './list-changes.js';
 
 export { GATEWAY_INFO };
+
+type ToolCallHandler = (request: CallToolRequest, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => Promise<CallToolResult>;
 
 /** Options of {@link createSessionServer}. */
 export interface SessionServerOptions {
@@ -83,7 +90,11 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
   const resources = serveResources(server, pool, core);
   server.setRequestHandler(ListToolsRequestSchema, () => core.listTools());
   server.setRequestHandler(ListPromptsRequestSchema, () => core.listPrompts());
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+  // SDK v1's `Server` wraps a tools/call handler to parse the request its `Protocol` has just parsed and to
+  // validate the result: that result was validated where it came in (the connection's client, the output
+  // contract, SPEC §6) or is the gateway's own, so the handler is registered on the `Protocol` (one parse).
+  const setProtocolHandler = Protocol.prototype.setRequestHandler as (this: Server, schema: typeof CallToolRequestSchema, handler: ToolCallHandler) => void;
+  setProtocolHandler.call(server, CallToolRequestSchema, (request, extra) => {
     const progressToken = request.params._meta?.progressToken;
     const headers = extra.requestInfo?.headers ?? {};
     const header = (key: string): string | undefined => {
