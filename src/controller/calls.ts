@@ -61,7 +61,8 @@ function lists(listing: { resources?: { uri: string }[]; resourceTemplates?: { u
  * Tool calls, prompt gets and resource reads (SPEC §6, SPEC §13): sent to
  * the server's current connection, or, for a `dormant` or `connecting`
  * server serving cached entries, after waiting for it to connect. Each is
- * counted by the server's machine (`CALL_STARTED` / `CALL_ENDED`) so an idle
+ * counted by the server's machine (`CALL_STARTED` / `CALL_ENDED`; a run of
+ * calls on a connected server once, see {@link CALL_LINGER_MS}) so an idle
  * timeout never stops a server mid-call; one cut off by a lost connection
  * fails with `tool_unavailable` saying so. Resource subscriptions are kept by
  * `Connections.subscriptions`, which keeps a subscribed server running.
