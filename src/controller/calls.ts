@@ -13,6 +13,29 @@ import { describeReason, fixFor } from './messages.js';
 import type { StatusView } from './status.js';
 import type { CallToolOptions, ResourceOptions, ServerStateName } from './types.js';
 
+/**
+ * How long a connected server still counts a call after its last call
+ * ended. A call that starts meanwhile takes the ended one's place, so a run
+ * of calls tells the server's machine CALL_STARTED once and CALL_ENDED once
+ * instead of moving it `idle` ⇄ `busy` at every call (two machine steps, the
+ * largest part of a call's cost in the host); the idle timer (SPEC §12)
+ * starts this much later.
+ */
+export const CALL_LINGER_MS = 500;
+
+/** A server's deferred CALL_ENDED (see {@link CALL_LINGER_MS}). */
+interface Linger {
+  timer: NodeJS.Timeout;
+  /** The connection generation the ended call ran on. */
+  generation: number;
+  /** The CALL_ENDED is still owed (a call that started since took it over when false). */
+  armed: boolean;
+}
+
+function generationOf(ref: AnyActorRef): number {
+  return (ref.getSnapshot().context as { generation: number }).generation;
+}
+
 /** What a request is about, for its errors: `Tool mcp__a__b`, `Resource file:///x`. */
 interface Subject {
   label: string;
@@ -38,12 +61,15 @@ function lists(listing: { resources?: { uri: string }[]; resourceTemplates?: { u
  * Tool calls, prompt gets and resource reads (SPEC §6, SPEC §13): sent to
  * the server's current connection, or, for a `dormant` or `connecting`
  * server serving cached entries, after waiting for it to connect. Each is
- * counted by the server's machine (`CALL_STARTED` / `CALL_ENDED`) so an idle
+ * counted by the server's machine (`CALL_STARTED` / `CALL_ENDED`; a run of
+ * calls on a connected server once, see {@link CALL_LINGER_MS}) so an idle
  * timeout never stops a server mid-call; one cut off by a lost connection
  * fails with `tool_unavailable` saying so. Resource subscriptions are kept by
  * `Connections.subscriptions`, which keeps a subscribed server running.
  */
 export class Calls {
+  private readonly lingering = new Map<AnyActorRef, Linger>();
+
   constructor(
     private readonly ws: Workspace,
     private readonly connections: Connections,
@@ -207,16 +233,52 @@ export class Calls {
         { details: { ...subject.details, server, state, reconnecting } },
       );
     }
-    ref.send({ type: 'CALL_STARTED' });
+    this.connectedCallStarted(ref);
     try {
       return await this.guardLoss(subject, server, rec, () => use(rec, opts.timeoutMs));
     } finally {
-      this.callEnded(ref);
+      this.connectedCallEnded(ref);
     }
   }
 
   private callEnded(ref: AnyActorRef): void {
     if (ref.getSnapshot().status === 'active') ref.send({ type: 'CALL_ENDED' });
+  }
+
+  /** A call on a connected server starts: it takes over a lingering ended call's count, else the machine counts it. */
+  private connectedCallStarted(ref: AnyActorRef): void {
+    const linger = this.lingering.get(ref);
+    if (linger?.armed) {
+      linger.armed = false;
+      // Same generation: no admission (which zeroes the count) and no reconnect came between, so the count still holds it.
+      if (linger.generation === generationOf(ref)) return;
+      this.callEnded(ref);
+    }
+    ref.send({ type: 'CALL_STARTED' });
+  }
+
+  /** A call on a connected server ended: its CALL_ENDED waits {@link CALL_LINGER_MS}, one per server at a time. */
+  private connectedCallEnded(ref: AnyActorRef): void {
+    if (ref.getSnapshot().status !== 'active') return;
+    const linger = this.lingering.get(ref);
+    if (linger?.armed) return this.callEnded(ref);
+    if (linger) {
+      linger.armed = true;
+      linger.generation = generationOf(ref);
+      linger.timer.refresh();
+      return;
+    }
+    const next: Linger = {
+      timer: setTimeout(() => {
+        this.lingering.delete(ref);
+        if (next.armed) this.callEnded(ref);
+      }, CALL_LINGER_MS),
+      generation: generationOf(ref),
+      armed: true,
+    };
+    // A host that exits does not wait for it; a stopped actor is not told (see callEnded).
+    next.timer.unref();
+    this.lingering.set(ref, next);
   }
 
   /**

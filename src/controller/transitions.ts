@@ -16,6 +16,8 @@ import type { Workspace } from './workspace.js';
 export class Transitions {
   private readonly stateCache = new Map<string, ServerStateName>();
   private readonly transitionKeys = new Map<string, string>();
+  /** What a status row shows of each server's last transition (see {@link heard}). */
+  private readonly rowKeys = new Map<string, string>();
   /** Servers a host holds; each new actor of one is told HOLD. */
   private readonly holds = new Set<string>();
 
@@ -57,6 +59,8 @@ export class Transitions {
 
   /** A new actor for `name`, not started yet: its transitions from the first, and its hold. */
   private listen(name: string, ref: ServerActorRef): void {
+    // A new actor's first transition always updates the rows (its config may differ from the last one's).
+    this.rowKeys.delete(name);
     ref.on('transition', (t) => this.heard(name, t));
     // Queued behind the actor's first step, never nested in it.
     if (this.holds.has(name)) tellHold(ref);
@@ -81,6 +85,11 @@ export class Transitions {
       path: t.path,
       attempt: t.attempt,
     });
+    // A status row shows the state, reason, generation, attempt and last error, not the leaf: a move that
+    // changes none of them (`connected.idle` ⇄ `connected.busy`, at every tool call) leaves the rows as they were.
+    const rowKey = `${t.state}\0${t.reason ?? ''}\0${t.generation}\0${t.attempt}\0${t.lastError ?? ''}`;
+    if (this.rowKeys.get(name) === rowKey) return;
+    this.rowKeys.set(name, rowKey);
     this.ws.clientUpdate();
   }
 

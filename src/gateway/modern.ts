@@ -20,6 +20,7 @@ import { inScope, type SessionScope } from './scope.js';
 import { createSessionCore, DEFAULT_CALL_TIMEOUT_MS, FORWARDED_BY_HEADER, GATEWAY_INFO, gatewayInstructions, type SessionCore } from './session-core.js';
 import { InputRounds } from './input-rounds.js';
 import { ListenedResources } from './listened-resources.js';
+import { ListChanges } from './list-changes.js';
 
 /** What a lane tells its clients when the registry changes in its scope. */
 export interface ModernNotifier {
@@ -105,22 +106,13 @@ export interface ModernLane {
  * changes (coalesced per tick, like the 2025 lane's) sent to `notifier()`.
  */
 export function createModernLane(pool: GatewayPool, options: ModernLaneOptions): ModernLane {
-  const dirty = { tools: false, prompts: false, resources: false };
-  let flushing: NodeJS.Immediate | undefined;
-  const flush = (): void => {
-    flushing = undefined;
+  const changes = new ListChanges<'tools' | 'prompts' | 'resources'>((changed) => {
     const notify = options.notifier();
-    if (notify) {
-      if (dirty.tools) notify.toolsChanged();
-      if (dirty.prompts) notify.promptsChanged();
-      if (dirty.resources) notify.resourcesChanged();
-    }
-    dirty.tools = dirty.prompts = dirty.resources = false;
-  };
-  const mark = (what: keyof typeof dirty): void => {
-    dirty[what] = true;
-    flushing ??= setImmediate(flush);
-  };
+    if (!notify) return;
+    if (changed.has('tools')) notify.toolsChanged();
+    if (changed.has('prompts')) notify.promptsChanged();
+    if (changed.has('resources')) notify.resourcesChanged();
+  });
   const rounds = new InputRounds(options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, options.requestStateGenerator);
   // The 2026-07-28 revision has no server-to-client requests: a managed server's question during a
   // call goes back to that call's client as an input-required result (the pool names the call).
@@ -130,8 +122,8 @@ export function createModernLane(pool: GatewayPool, options: ModernLaneOptions):
     transport: options.transport,
     ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
     listener: {
-      toolsChanged: () => mark('tools'),
-      promptsChanged: () => mark('prompts'),
+      toolsChanged: () => changes.mark('tools'),
+      promptsChanged: () => changes.mark('prompts'),
       elicit: (request, o) => {
         const flow = flowOf(o);
         return flow === undefined ? undefined : rounds.elicit(flow, request, o.signal);
@@ -150,7 +142,7 @@ export function createModernLane(pool: GatewayPool, options: ModernLaneOptions):
     ...(options.onError ? { onError: options.onError } : {}),
   });
   const offResources = pool.controller.on('resources-changed', (change) => {
-    if (inScope(options.scope, change.server)) mark('resources');
+    if (inScope(options.scope, change.server)) changes.mark('resources');
   });
   let closed = false;
   return {
@@ -163,7 +155,7 @@ export function createModernLane(pool: GatewayPool, options: ModernLaneOptions):
       rounds.close();
       resources.close();
       offResources();
-      if (flushing) clearImmediate(flushing);
+      changes.close();
       core.session.release();
     },
   };

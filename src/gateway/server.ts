@@ -6,9 +6,14 @@
  * server-to-client request.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { Protocol, type RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolRequestSchema,
   GetPromptRequestSchema,
+  type CallToolRequest,
+  type CallToolResult,
+  type ServerNotification,
+  type ServerRequest,
   ListPromptsRequestSchema,
   ListToolsRequestSchema,
   type CreateMessageResult,
@@ -18,8 +23,11 @@ import type { SessionScope } from './scope.js';
 import { serveResources } from './resources.js';
 import { createSessionCore, FORWARDED_BY_HEADER, GATEWAY_INFO, gatewayInstructions, requestContext } from './session-core.js';
 import { canElicit } from './tool-approval.js';
+import { ListChanges } from './list-changes.js';
 
 export { GATEWAY_INFO };
+
+type ToolCallHandler = (request: CallToolRequest, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => Promise<CallToolResult>;
 
 /** Options of {@link createSessionServer}. */
 export interface SessionServerOptions {
@@ -49,24 +57,15 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
     instructions: gatewayInstructions(pool),
   });
 
-  // Coalesced per tick: one reconcile can change several servers at once.
   let initialized = false;
-  const dirty = { tools: false, prompts: false };
-  let flushing: NodeJS.Immediate | undefined;
-  const flush = (): void => {
-    flushing = undefined;
+  const changes = new ListChanges<'tools' | 'prompts'>((changed) => {
     if (!initialized) return;
     const sends: Promise<void>[] = [];
-    if (dirty.tools) sends.push(server.sendToolListChanged());
-    if (dirty.prompts) sends.push(server.sendPromptListChanged());
-    dirty.tools = dirty.prompts = false;
+    if (changed.has('tools')) sends.push(server.sendToolListChanged());
+    if (changed.has('prompts')) sends.push(server.sendPromptListChanged());
     // A client that went away mid-send is the transport's business, not an error here.
     for (const p of sends) p.catch(() => undefined);
-  };
-  const mark = (what: 'tools' | 'prompts'): void => {
-    dirty[what] = true;
-    flushing ??= setImmediate(flush);
-  };
+  });
   server.oninitialized = () => {
     initialized = true;
   };
@@ -76,8 +75,8 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
     transport: options.transport,
     ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
     listener: {
-      toolsChanged: () => mark('tools'),
-      promptsChanged: () => mark('prompts'),
+      toolsChanged: () => changes.mark('tools'),
+      promptsChanged: () => changes.mark('prompts'),
       elicit: (request, opts) => {
         const caps = server.getClientCapabilities()?.elicitation;
         if (!caps) return undefined;
@@ -93,7 +92,11 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
   const resources = serveResources(server, pool, core);
   server.setRequestHandler(ListToolsRequestSchema, () => core.listTools());
   server.setRequestHandler(ListPromptsRequestSchema, () => core.listPrompts());
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+  // SDK v1's `Server` wraps a tools/call handler to parse the request its `Protocol` has just parsed and to
+  // validate the result: that result was validated where it came in (the connection's client, the output
+  // contract, SPEC §6) or is the gateway's own, so the handler is registered on the `Protocol` (one parse).
+  const setProtocolHandler = Protocol.prototype.setRequestHandler as (this: Server, schema: typeof CallToolRequestSchema, handler: ToolCallHandler) => void;
+  setProtocolHandler.call(server, CallToolRequestSchema, (request, extra) => {
     const progressToken = request.params._meta?.progressToken;
     const headers = extra.requestInfo?.headers ?? {};
     const header = (key: string): string | undefined => {
@@ -134,7 +137,7 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
       closing ??= (async () => {
         await resources.close();
         session.release();
-        if (flushing) clearImmediate(flushing);
+        changes.close();
         await server.close().catch(() => undefined);
       })();
       return closing;
