@@ -19,7 +19,7 @@ import {
   type OAuthClientInformationContext,
   type OAuthClientProvider,
 } from '@modelcontextprotocol/client';
-import { argumentsFor, authorizationRedirect, CLIENT_METADATA_URL, conformanceRun, type ConformanceContext } from './support.js';
+import { authorizationRedirect, callEveryTool, CLIENT_METADATA_URL, conformanceRun, type ConformanceContext } from './support.js';
 
 const REDIRECT_URL = 'http://127.0.0.1:3000/callback';
 
@@ -159,16 +159,7 @@ async function main(): Promise<number> {
     await authorized(() => client.connect(transport, { timeout: 25_000 }));
     connected = true;
     const { tools } = await authorized(() => client.listTools());
-    let failures = 0;
-    for (const tool of tools) {
-      try {
-        const result = await authorized(() => client.callTool({ name: tool.name, arguments: argumentsFor(tool.inputSchema) }, { timeout: 20_000 }));
-        process.stderr.write(`${tool.name}: ${result.isError ? 'error result' : 'ok'}\n`);
-      } catch (err) {
-        failures++;
-        process.stderr.write(`${tool.name}: ${err instanceof Error ? err.message : String(err)}\n`);
-      }
-    }
+    const failures = await callEveryTool(tools, (t) => t.name, (t, args) => authorized(() => client.callTool({ name: t.name, arguments: args }, { timeout: 20_000 })));
     return failures === 0 ? 0 : 1;
   } finally {
     await client.close().catch(() => undefined);

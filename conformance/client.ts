@@ -23,7 +23,7 @@ import {
   type ServerConfig,
   type ServerOAuthConfig,
 } from '../src/index.js';
-import { argumentsFor, authorizationRedirect, CLIENT_METADATA_URL, conformanceRun, type ConformanceContext } from './support.js';
+import { authorizationRedirect, callEveryTool, CLIENT_METADATA_URL, conformanceRun, type ConformanceContext } from './support.js';
 
 const SERVER = 'conformance';
 
@@ -114,16 +114,7 @@ async function main(): Promise<number> {
     const status = controller.status().find((s) => s.name === SERVER);
     process.stderr.write(`server: ${status?.state}${status?.lastError ? ` (${status.lastError})` : ''}\n`);
     if (status?.state !== 'connected') return 1;
-    let failures = 0;
-    for (const tool of controller.tools()) {
-      try {
-        const result = await controller.callTool(tool.name, argumentsFor(tool.inputSchema), { timeoutMs: 20_000 });
-        process.stderr.write(`${tool.rawName}: ${result.isError ? 'error result' : 'ok'}\n`);
-      } catch (err) {
-        failures++;
-        process.stderr.write(`${tool.rawName}: ${err instanceof Error ? err.message : String(err)}\n`);
-      }
-    }
+    const failures = await callEveryTool(controller.tools(), (t) => t.rawName, (t, args) => controller.callTool(t.name, args, { timeoutMs: 20_000 }));
     return failures === 0 ? 0 : 1;
   } finally {
     await controller.dispose();

@@ -71,3 +71,25 @@ export async function authorizationRedirect(url: URL): Promise<URL> {
   if (!location) throw new Error(`the authorization endpoint answered ${authorize.status} without a redirect`);
   return new URL(location, url);
 }
+
+/**
+ * Call every tool with plausible arguments ({@link argumentsFor}), printing
+ * `name: ok`, `name: error result` or why it threw; how many threw.
+ */
+export async function callEveryTool<T extends { inputSchema: unknown }>(
+  tools: readonly T[],
+  nameOf: (tool: T) => string,
+  call: (tool: T, args: Record<string, unknown>) => Promise<{ isError?: boolean | undefined }>,
+): Promise<number> {
+  let failures = 0;
+  for (const tool of tools) {
+    try {
+      const result = await call(tool, argumentsFor(tool.inputSchema));
+      process.stderr.write(`${nameOf(tool)}: ${result.isError ? 'error result' : 'ok'}\n`);
+    } catch (err) {
+      failures++;
+      process.stderr.write(`${nameOf(tool)}: ${err instanceof Error ? err.message : String(err)}\n`);
+    }
+  }
+  return failures;
+}

@@ -70,12 +70,9 @@ export class ToolDefinitions {
 
   /** Kept in `tool-definitions/` beside the listing cache directory `dir`; `dir` false: in memory only. */
   constructor(dir: string | false, root: string, private readonly onError: (err: unknown) => void = () => {}) {
-    if (dir === false) return;
-    this.doc = new WorkspaceDoc(dir, 'tool-definitions', root);
+    this.doc = WorkspaceDoc.beside(dir, 'tool-definitions', root);
     // No file yet, or an unreadable or untrusted one: the next listings are accepted afresh.
-    const servers = this.doc.read()?.servers;
-    if (!isPlainObject(servers)) return;
-    for (const [key, rec] of Object.entries(servers)) {
+    for (const [key, rec] of Object.entries(this.doc?.member('servers') ?? {})) {
       if (isPlainObject(rec) && isPlainObject(rec.accepted)) {
         this.records.set(key, { accepted: rec.accepted as Record<string, Tool>, latest: [], ...(isPlainObject(rec.drift) ? { drift: rec.drift as unknown as ToolDrift } : {}) });
       }

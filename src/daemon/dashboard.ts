@@ -5,25 +5,14 @@
  * request per connection, so the page is a polled one (src/dashboard/polled.ts).
  */
 import type { Dashboard } from '../dashboard/http.js';
-import { htmlDocument, liveHeader } from '../dashboard/html-page.js';
+import { polledPage } from '../dashboard/html-page.js';
 import { startPolledDashboard, type PolledDashboardOptions } from '../dashboard/polled.js';
-import { DASHBOARD_CSS, TABLE_PAGE_CSS } from '../dashboard/styles.js';
 import { DAEMON_CLIENT_JS } from './dashboard-client.js';
 import type { DaemonStatus } from './protocol.js';
 
 /** The daemon page, with `nonce` on its style and script. */
 function daemonPage(nonce: string): string {
-  return htmlDocument({
-    title: 'mcp-reconciler · daemon',
-    nonce,
-    css: DASHBOARD_CSS + TABLE_PAGE_CSS,
-    body: `${liveHeader('shared daemon', 'socket', 'daemon socket')}
-<div class="meta" id="meta"></div>
-<section class="summary" id="summary" aria-label="summary"></section>
-<div class="down" id="down" role="alert" hidden></div>
-<main class="workspaces" id="workspaces" aria-label="workspaces"></main>
-<script nonce="${nonce}">${DAEMON_CLIENT_JS}</script>`,
-  });
+  return polledPage(nonce, { title: 'daemon', sub: 'shared daemon', rootId: 'socket', rootTitle: 'daemon socket', meta: true, listId: 'workspaces', script: DAEMON_CLIENT_JS });
 }
 
 /**

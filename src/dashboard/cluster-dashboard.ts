@@ -7,10 +7,9 @@
  * a table of their own.
  */
 import type { Dashboard } from './http.js';
-import { htmlDocument, liveHeader } from './html-page.js';
+import { polledPage } from './html-page.js';
 import { PAGE_SCRIPT_JS } from './page-script.js';
 import { startPolledDashboard, type PolledDashboardOptions } from './polled.js';
-import { DASHBOARD_CSS, TABLE_PAGE_CSS } from './styles.js';
 
 /** What the page shows of a cluster workspace (src/cluster/replicas.ts `ReplicaInfo` per replica). */
 export interface ClusterOverview {
@@ -94,16 +93,7 @@ ${PAGE_SCRIPT_JS}
 `;
 
 function clusterPage(nonce: string): string {
-  return htmlDocument({
-    title: 'mcp-reconciler · cluster',
-    nonce,
-    css: DASHBOARD_CSS + TABLE_PAGE_CSS,
-    body: `${liveHeader('cluster', 'where')}
-<section class="summary" id="summary" aria-label="summary"></section>
-<div class="down" id="down" role="alert" hidden></div>
-<main class="workspaces" id="replicas" aria-label="replicas"></main>
-<script nonce="${nonce}">${CLUSTER_CLIENT_JS}</script>`,
-  });
+  return polledPage(nonce, { title: 'cluster', sub: 'cluster', rootId: 'where', listId: 'replicas', script: CLUSTER_CLIENT_JS });
 }
 
 /**

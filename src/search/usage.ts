@@ -3,7 +3,6 @@
  * JSON file per workspace beside the listing cache), so a tool budget can
  * expose the tools this workspace actually uses first.
  */
-import { isPlainObject } from '../util/persist.js';
 import { WorkspaceDoc } from '../util/workspace-doc.js';
 
 const SAVE_DELAY_MS = 2_000;
@@ -16,12 +15,9 @@ export class ToolUsage {
 
   /** Counts live in `tool-usage/` beside the listing cache directory `dir`; `dir` false: in memory only. */
   constructor(dir: string | false, root: string, private readonly onError: (err: unknown) => void = () => {}) {
-    if (dir === false) return;
-    this.doc = new WorkspaceDoc(dir, 'tool-usage', root);
+    this.doc = WorkspaceDoc.beside(dir, 'tool-usage', root);
     // No file yet, or an unreadable or untrusted one: start counting afresh.
-    const counts = this.doc.read()?.counts;
-    if (!isPlainObject(counts)) return;
-    for (const [name, n] of Object.entries(counts)) if (typeof n === 'number' && n > 0) this.counts.set(name, n);
+    for (const [name, n] of Object.entries(this.doc?.member('counts') ?? {})) if (typeof n === 'number' && n > 0) this.counts.set(name, n);
   }
 
   /** Count one call of `name`. */

@@ -16,6 +16,17 @@ export class WorkspaceDoc {
     this.path = join(cacheDir, '..', folder, `${workspaceKey(root)}.json`);
   }
 
+  /** The document of `root` in `folder` beside the listing cache directory `cacheDir`; none for `false` (in memory only). */
+  static beside(cacheDir: string | false, folder: string, root: string): WorkspaceDoc | undefined {
+    return cacheDir === false ? undefined : new WorkspaceDoc(cacheDir, folder, root);
+  }
+
+  /** The document's member `key` when it is an object (`{}` otherwise: no file yet, or an unusable one). */
+  member(key: string): Record<string, unknown> {
+    const value = this.read()?.[key];
+    return isPlainObject(value) ? value : {};
+  }
+
   /**
    * The document, or `undefined` when there is none yet, it does not parse,
    * or someone else could have written it (its content decides what a model
