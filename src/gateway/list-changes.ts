@@ -28,3 +28,8 @@ export class ListChanges<K extends string> {
     this.dirty.clear();
   }
 }
+
+/** The list-change half of a session listener: each change marked on `changes`. */
+export function listChangeListener(changes: { mark(what: 'tools' | 'prompts'): void }): { toolsChanged(): void; promptsChanged(): void } {
+  return { toolsChanged: () => changes.mark('tools'), promptsChanged: () => changes.mark('prompts') };
+}

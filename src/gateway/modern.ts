@@ -20,7 +20,7 @@ import { inScope, type SessionScope } from './scope.js';
 import { createSessionCore, DEFAULT_CALL_TIMEOUT_MS, FORWARDED_BY_HEADER, GATEWAY_INFO, gatewayInstructions, type SessionCore } from './session-core.js';
 import { InputRounds } from './input-rounds.js';
 import { ListenedResources } from './listened-resources.js';
-import { ListChanges } from './list-changes.js';
+import { ListChanges, listChangeListener } from './list-changes.js';
 
 /** What a lane tells its clients when the registry changes in its scope. */
 export interface ModernNotifier {
@@ -117,13 +117,11 @@ export function createModernLane(pool: GatewayPool, options: ModernLaneOptions):
   // The 2026-07-28 revision has no server-to-client requests: a managed server's question during a
   // call goes back to that call's client as an input-required result (the pool names the call).
   const flowOf = (o: ForwardOptions): string | undefined => (typeof o.relatedRequestId === 'string' ? o.relatedRequestId : undefined);
+  // The lane's own options (scope, transport, call timeout) are the core's.
   const core = createSessionCore(pool, {
-    scope: options.scope,
-    transport: options.transport,
-    ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
+    ...options,
     listener: {
-      toolsChanged: () => changes.mark('tools'),
-      promptsChanged: () => changes.mark('prompts'),
+      ...listChangeListener(changes),
       elicit: (request, o) => {
         const flow = flowOf(o);
         return flow === undefined ? undefined : rounds.elicit(flow, request, o.signal);

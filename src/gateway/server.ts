@@ -21,9 +21,9 @@ import {
 import type { GatewayPool, PoolSession } from './pool.js';
 import type { SessionScope } from './scope.js';
 import { serveResources } from './resources.js';
-import { createSessionCore, FORWARDED_BY_HEADER, GATEWAY_INFO, gatewayInstructions, requestContext } from './session-core.js';
+import { createSessionCore, GATEWAY_INFO, gatewayInstructions, requestContext } from './session-core.js';
 import { canElicit } from './tool-approval.js';
-import { ListChanges } from './list-changes.js';
+import { ListChanges, listChangeListener } from './list-changes.js';
 
 export { GATEWAY_INFO };
 
@@ -70,13 +70,12 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
     initialized = true;
   };
 
+  // The lane's own options (scope, transport, call timeout) are the core's.
   const core = createSessionCore(pool, {
+    ...options,
     scope: options.scope,
-    transport: options.transport,
-    ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
     listener: {
-      toolsChanged: () => changes.mark('tools'),
-      promptsChanged: () => changes.mark('prompts'),
+      ...listChangeListener(changes),
       elicit: (request, opts) => {
         const caps = server.getClientCapabilities()?.elicitation;
         if (!caps) return undefined;
@@ -98,18 +97,9 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
   const setProtocolHandler = Protocol.prototype.setRequestHandler as (this: Server, schema: typeof CallToolRequestSchema, handler: ToolCallHandler) => void;
   setProtocolHandler.call(server, CallToolRequestSchema, (request, extra) => {
     const progressToken = request.params._meta?.progressToken;
-    const headers = extra.requestInfo?.headers ?? {};
-    const header = (key: string): string | undefined => {
-      const v = headers[key];
-      return typeof v === 'string' ? v : undefined;
-    };
-    const authorization = header('authorization');
-    const forwardedBy = header(FORWARDED_BY_HEADER);
     return core.callTool(request.params, {
-      signal: extra.signal,
+      ...requestContext(extra),
       requestId: extra.requestId,
-      ...(authorization ? { authorization } : {}),
-      ...(forwardedBy ? { forwardedBy } : {}),
       ...(canElicit(server.getClientCapabilities(), 'form')
         ? {
             approve: (question) =>
