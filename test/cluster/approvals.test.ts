@@ -94,7 +94,7 @@ describe('serve --cluster: approvals in Redis', () => {
     expect(ofB.sessions).toBeGreaterThanOrEqual(1);
     expect(ofB.principals.alice).toBe(ofB.sessions);
     const human = await runCliCaptured(['status', ...fx.clusterArgs(), ...fx.ws.args()], fx.ws.env(), fx.ws.root);
-    expect(human.stdout).toMatch(/REPLICA +URL +HOST +PID +SESSIONS +PRINCIPALS +SEEN/);
+    expect(human.stdout).toMatch(/REPLICA +URL +REACH URL +HOST +PID +SESSIONS +PRINCIPALS +SEEN/);
     expect(human.stdout).toMatch(/2 replica\(s\)/);
     await b!.serve.stop();
     expect((await status()).replicas.map((r) => r.pid)).toEqual([a!.serve.child.pid]);

@@ -134,8 +134,10 @@ describe('an elicitation in flight when the daemon dies', () => {
     const first = client.callTool({ name: 'mcp__e__book', arguments: {} }, undefined, { timeout: 180_000 });
     await waitFor(() => asked.length === 1, 'the first elicitation to reach the client', 60_000);
     const tools = s.toolChanges();
+    // Handled before the kill: the call may fail while killDaemon still waits for the daemon to go.
+    const firstFails = expect(first).rejects.toThrow(/daemon \(pid \d+\) ended while this tools\/call request was in flight.*send it again/s);
     await killDaemon(ws);
-    await expect(first).rejects.toThrow(/daemon \(pid \d+\) ended while this tools\/call request was in flight.*send it again/s);
+    await firstFails;
     await waitFor(() => asked[0]!.signal.aborted, 'the dead daemon’s elicitation to be cancelled at the client', 60_000);
 
     await waitFor(() => s.toolChanges() > tools, 'tools/list_changed after the reattach', 60_000);
