@@ -80,9 +80,8 @@ describe('serve --cluster: approvals in Redis', () => {
   }, 180_000);
 
   it('status --cluster lists the live replicas with their sessions per principal; a stopped one leaves the list', async () => {
-    const { runCliCaptured } = await import('../helpers/cli.js');
     const status = async () => {
-      const r = await runCliCaptured(['status', ...fx.clusterArgs(), '--json', ...fx.ws.args()], fx.ws.env(), fx.ws.root);
+      const r = await fx.status(['--json']);
       expect(r.code, r.stderr).toBe(0);
       return JSON.parse(r.stdout) as { replicas: { url: string; pid: number; sessions: number; principals: Record<string, number> }[] };
     };
@@ -93,7 +92,7 @@ describe('serve --cluster: approvals in Redis', () => {
     expect(ofB.url).toBe(b!.url);
     expect(ofB.sessions).toBeGreaterThanOrEqual(1);
     expect(ofB.principals.alice).toBe(ofB.sessions);
-    const human = await runCliCaptured(['status', ...fx.clusterArgs(), ...fx.ws.args()], fx.ws.env(), fx.ws.root);
+    const human = await fx.status();
     expect(human.stdout).toMatch(/REPLICA +URL +REACH URL +HOST +PID +SESSIONS +PRINCIPALS +SEEN/);
     expect(human.stdout).toMatch(/2 replica\(s\)/);
     await b!.serve.stop();

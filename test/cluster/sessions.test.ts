@@ -54,7 +54,7 @@ describe('serve --cluster: sessions of the older revision stay on their owner, r
   };
   /** Replica ids by pid, from `status --cluster --json`. */
   const replicaIds = async (): Promise<Map<number, string>> => {
-    const r = await runCliCaptured(['status', ...fx.clusterArgs(), '--json', ...fx.ws.args()], fx.ws.env(), fx.ws.root);
+    const r = await fx.status(['--json']);
     expect(r.code, r.stderr).toBe(0);
     const { replicas } = JSON.parse(r.stdout) as { replicas: { id: string; pid: number; reachUrl?: string }[] };
     return new Map(replicas.map((x) => [x.pid, x.id]));

@@ -11,7 +11,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createClient } from '@redis/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCliCaptured } from '../helpers/cli.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
 import { MARKER, textOf, type HttpConnected } from '../gateway/support.js';
@@ -37,11 +36,7 @@ describe('serve --cluster: prompts and resources of a singleton, sessions to the
   let redis: ReturnType<typeof createClient>;
   const decoy = { server: undefined as Server | undefined, url: '', hits: 0 };
 
-  const status = async (extraEnv: NodeJS.ProcessEnv = env): Promise<StatusJson> => {
-    const r = await runCliCaptured(['status', ...fx.clusterArgs(), '--json', ...fx.ws.args()], { ...fx.ws.env(), ...extraEnv }, fx.ws.root);
-    expect(r.code, r.stderr).toBe(0);
-    return JSON.parse(r.stdout) as StatusJson;
-  };
+  const status = (extraEnv: NodeJS.ProcessEnv = env): Promise<StatusJson> => fx.statusJson<StatusJson>(extraEnv);
   const commandCount = async (): Promise<number> => {
     const info = await redis.info('commandstats');
     // The INFO command itself counts once per read: the same in every difference taken here.
@@ -135,7 +130,7 @@ describe('serve --cluster: prompts and resources of a singleton, sessions to the
     const st = await status();
     expect(st.replicas.map((r) => r.announcement)).toEqual(['verified', 'verified']);
     expect((await status({ MCP_RECONCILER_CLUSTER_SECRET: '' })).replicas.map((r) => r.announcement)).toEqual(['unchecked', 'unchecked']);
-    const human = await runCliCaptured(['status', ...fx.clusterArgs(), ...fx.ws.args()], { ...fx.ws.env(), ...env }, fx.ws.root);
+    const human = await fx.status([], env);
     expect(human.stdout).toMatch(/REPLICA +URL +REACH URL +HOST/);
     const idA = st.replicas.find((r) => r.pid === a.serve.child.pid)!.id;
     expect(human.stdout).toMatch(new RegExp(`${idA} +\\S+ +${a.url.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} `));
@@ -145,7 +140,7 @@ describe('serve --cluster: prompts and resources of a singleton, sessions to the
     await c.serve.fromStderr(/(replica announcements are unsigned)/, "C's note", 60_000);
     let idC: string | undefined;
     await waitFor(async () => (idC = (await status()).replicas.find((r) => r.pid === c.serve.child.pid)?.id) !== undefined, "C's announcement", 30_000, 500);
-    const again = await runCliCaptured(['status', ...fx.clusterArgs(), ...fx.ws.args()], { ...fx.ws.env(), ...env }, fx.ws.root);
+    const again = await fx.status([], env);
     expect(again.stdout).toContain(`announcements: unsigned (${idC}: started without $MCP_RECONCILER_CLUSTER_SECRET)`);
     await c.serve.stop();
   }, 240_000);

@@ -35,11 +35,7 @@ describe('serve --cluster: singleton servers under a lease', () => {
   let onB: HttpConnected;
   let pidA = 0;
 
-  const status = async (): Promise<ClusterStatus> => {
-    const r = await runCliCaptured(['status', ...fx.clusterArgs(), '--json', ...fx.ws.args()], fx.ws.env(), fx.ws.root);
-    expect(r.code, r.stderr).toBe(0);
-    return JSON.parse(r.stdout) as ClusterStatus;
-  };
+  const status = (): Promise<ClusterStatus> => fx.statusJson<ClusterStatus>();
   const holderPid = async (): Promise<number | undefined> => (await status()).leases.find((l) => l.server === 's')?.pid;
 
   beforeAll(async () => {
@@ -95,7 +91,7 @@ describe('serve --cluster: singleton servers under a lease', () => {
     );
     const ofB = (await status()).replicas.find((r) => r.pid === b.serve.child.pid)!;
     expect(ofB.leases!.s!.reason).toBe(`runs on replica ${lease.replica} (singleton lease, token ${lease.token})`);
-    const human = await runCliCaptured(['status', ...fx.clusterArgs(), ...fx.ws.args()], fx.ws.env(), fx.ws.root);
+    const human = await fx.status();
     expect(human.stdout).toMatch(/SINGLETON +HOLDER +URL +TOKEN +EXPIRES/);
     expect(human.stdout).toMatch(new RegExp(`\\bs +${lease.replica} +${a.url.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} +${lease.token}\\b`));
     // why --cluster: the holder, and each replica's view.

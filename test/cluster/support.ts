@@ -121,6 +121,18 @@ export class ClusterFixture {
     return replica;
   }
 
+  /** `mcp-reconciler status --cluster …` (`extra` like `--json`), with `env` added to the workspace's. */
+  status(extra: string[] = [], env: NodeJS.ProcessEnv = {}) {
+    return runCliCaptured(['status', ...this.clusterArgs(), ...extra, ...this.ws.args()], { ...this.ws.env(), ...env }, this.ws.root);
+  }
+
+  /** `status --cluster --json`, parsed; it must exit 0. */
+  async statusJson<T>(env: NodeJS.ProcessEnv = {}): Promise<T> {
+    const r = await this.status(['--json'], env);
+    if (r.code !== 0) throw new Error(`status --cluster --json exited ${r.code}: ${r.stderr}`);
+    return JSON.parse(r.stdout) as T;
+  }
+
   /** `mcp-reconciler approve SERVER --cluster …` (or `reject`). */
   decide(verb: 'approve' | 'reject', server: string) {
     return runCliCaptured([verb, server, ...this.clusterArgs(), ...this.ws.args()], this.ws.env(), this.ws.root);
