@@ -5,14 +5,12 @@
  * holder's row names the singleton it holds, and the lease table names the
  * holder, its URL and token; a lease that moves is followed live.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserTestSkipReason, findChromium } from '../helpers/chromium.js';
 import { waitFor } from '../helpers/processes.js';
-import { cliMain } from '../gateway/support.js';
 import { textOf } from '../gateway/support.js';
-import { ClusterFixture, type Replica } from './support.js';
+import { ClusterFixture, StatusUi, type Replica } from './support.js';
 
 const skipReason = browserTestSkipReason();
 if (skipReason) console.warn(`\n[cluster dashboard-leases.browser.test] SKIPPED: ${skipReason}\n`);
@@ -21,8 +19,7 @@ const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable
 
 describe.skipIf(skipReason !== undefined)('status --cluster --ui: singleton lease holders', () => {
   const fx = new ClusterFixture();
-  let ui: ChildProcessWithoutNullStreams | undefined;
-  let uiErr = '';
+  let ui: StatusUi | undefined;
   let browser: Browser | undefined;
   let page: Page;
   let a: Replica;
@@ -43,29 +40,14 @@ describe.skipIf(skipReason !== undefined)('status --cluster --ui: singleton leas
 
   afterAll(async () => {
     await browser?.close();
-    if (ui && ui.exitCode === null && ui.signalCode === null) {
-      ui.kill('SIGKILL');
-      await waitFor(() => ui!.exitCode !== null || ui!.signalCode !== null, 'the dashboard process to exit', 10_000).catch(() => undefined);
-    }
+    await ui?.kill();
     expect(await fx.stop(), 'processes left behind').toBe(0);
   });
 
   it("shows the holder on its replica's row and in the lease table, and follows the lease when it moves", async () => {
-    ui = spawn(process.execPath, [cliMain, 'status', ...fx.clusterArgs(), '--ui', '--json', ...fx.ws.args()], { env: fx.ws.env(), cwd: fx.ws.root, stdio: 'pipe' });
-    let out = '';
-    ui.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
-    ui.stderr.setEncoding('utf8').on('data', (c: string) => (uiErr += c));
-    let url: string | undefined;
-    await waitFor(
-      () => {
-        const line = out.split('\n').find((l) => l.includes('"event":"dashboard"'));
-        if (line) url = (JSON.parse(line) as { url: string }).url;
-        return url !== undefined || ui!.exitCode !== null;
-      },
-      'the dashboard URL',
-      60_000,
-    );
-    expect(url, uiErr).toBeDefined();
+    ui = new StatusUi(fx);
+    const url = await ui.url();
+    expect(url, ui.stderr).toBeDefined();
     await page.goto(url!);
     const row = (r: Replica) => page.locator(`tr:has(td:nth-child(4):text-is("${r.serve.child.pid}"))`);
     const lease = page.locator('tr[data-singleton="s"]');
@@ -89,8 +71,8 @@ describe.skipIf(skipReason !== undefined)('status --cluster --ui: singleton leas
     await expect.poll(() => lease.locator('.holder').textContent(), { timeout: 60_000 }).toBe(idB);
     expect(Number(await lease.locator('.token').textContent())).toBeGreaterThan(token);
 
-    ui.kill('SIGTERM');
-    await waitFor(() => ui!.exitCode !== null, 'status --cluster --ui to stop', 30_000);
-    expect(ui.exitCode, uiErr).toBe(0);
+    ui.child.kill('SIGTERM');
+    await waitFor(() => ui!.child.exitCode !== null, 'status --cluster --ui to stop', 30_000);
+    expect(ui.child.exitCode, ui.stderr).toBe(0);
   }, 240_000);
 });

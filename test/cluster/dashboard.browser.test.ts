@@ -5,13 +5,11 @@
  * replicas with their sessions in all and per principal, and drops a
  * replica that stops, live.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserTestSkipReason, findChromium } from '../helpers/chromium.js';
 import { waitFor } from '../helpers/processes.js';
-import { cliMain } from '../gateway/support.js';
-import { ClusterFixture, type Replica } from './support.js';
+import { ClusterFixture, StatusUi, type Replica } from './support.js';
 
 const skipReason = browserTestSkipReason();
 if (skipReason) console.warn(`\n[cluster dashboard.browser.test] SKIPPED: ${skipReason}\n`);
@@ -20,8 +18,7 @@ const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable
 
 describe.skipIf(skipReason !== undefined)('status --cluster --ui: the cluster dashboard', () => {
   const fx = new ClusterFixture();
-  let ui: ChildProcessWithoutNullStreams | undefined;
-  let uiErr = '';
+  let ui: StatusUi | undefined;
   let browser: Browser | undefined;
   let page: Page;
   let a: Replica;
@@ -41,29 +38,14 @@ describe.skipIf(skipReason !== undefined)('status --cluster --ui: the cluster da
 
   afterAll(async () => {
     await browser?.close();
-    if (ui && ui.exitCode === null && ui.signalCode === null) {
-      ui.kill('SIGKILL');
-      await waitFor(() => ui!.exitCode !== null || ui!.signalCode !== null, 'the dashboard process to exit', 10_000).catch(() => undefined);
-    }
+    await ui?.kill();
     expect(await fx.stop(), 'processes left behind').toBe(0);
   });
 
   it('lists the live replicas with their sessions per principal, and drops one that stops', async () => {
-    ui = spawn(process.execPath, [cliMain, 'status', ...fx.clusterArgs(), '--ui', '--json', ...fx.ws.args()], { env: fx.ws.env(), cwd: fx.ws.root, stdio: 'pipe' });
-    let out = '';
-    ui.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
-    ui.stderr.setEncoding('utf8').on('data', (c: string) => (uiErr += c));
-    let url: string | undefined;
-    await waitFor(
-      () => {
-        const line = out.split('\n').find((l) => l.includes('"event":"dashboard"'));
-        if (line) url = (JSON.parse(line) as { url: string }).url;
-        return url !== undefined || ui!.exitCode !== null;
-      },
-      'the dashboard URL',
-      60_000,
-    );
-    expect(url, uiErr).toBeDefined();
+    ui = new StatusUi(fx);
+    const url = await ui.url();
+    expect(url, ui.stderr).toBeDefined();
 
     await page.goto(url!);
     const row = (r: Replica) => page.locator(`tr:has(td:nth-child(4):text-is("${r.serve.child.pid}"))`);
@@ -84,8 +66,8 @@ describe.skipIf(skipReason !== undefined)('status --cluster --ui: the cluster da
     expect(await page.locator('.stat[data-kind="replicas"] .n').textContent()).toBe('1');
     await row(a).waitFor();
 
-    ui.kill('SIGTERM');
-    await waitFor(() => ui!.exitCode !== null, 'status --cluster --ui to stop', 30_000);
-    expect(ui.exitCode, uiErr).toBe(0);
+    ui.child.kill('SIGTERM');
+    await waitFor(() => ui!.child.exitCode !== null, 'status --cluster --ui to stop', 30_000);
+    expect(ui.child.exitCode, ui.stderr).toBe(0);
   }, 180_000);
 });

@@ -4,6 +4,7 @@
  * process of the built binary with its own HOME (its own listing cache and
  * process state, as on its own machine) and the same access token.
  */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,7 +12,8 @@ import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { runCliCaptured } from '../helpers/cli.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
-import { connectHttp, ServeProcess, Workspace, type HttpConnected } from '../gateway/support.js';
+import { waitFor } from '../helpers/processes.js';
+import { cliMain, connectHttp, ServeProcess, Workspace, type HttpConnected } from '../gateway/support.js';
 
 /** The URL every replica is reached at behind the load balancer: the access tokens' audience. */
 export const PUBLIC_URL = 'http://gateway.test/mcp';
@@ -145,5 +147,40 @@ export class ClusterFixture {
     await this.redis?.cleanup();
     await this.idp.stop();
     return this.ws.cleanup();
+  }
+}
+
+/** `status --cluster … --ui --json` as a process of the built binary: the dashboard's URL, its stderr, a kill that leaves nothing. */
+export class StatusUi {
+  readonly child: ChildProcessWithoutNullStreams;
+  stderr = '';
+  private out = '';
+
+  constructor(fx: ClusterFixture) {
+    this.child = spawn(process.execPath, [cliMain, 'status', ...fx.clusterArgs(), '--ui', '--json', ...fx.ws.args()], { env: fx.ws.env(), cwd: fx.ws.root, stdio: 'pipe' });
+    this.child.stdout.setEncoding('utf8').on('data', (c: string) => (this.out += c));
+    this.child.stderr.setEncoding('utf8').on('data', (c: string) => (this.stderr += c));
+  }
+
+  /** The URL of its `dashboard` event; `undefined` when it exited first. */
+  async url(): Promise<string | undefined> {
+    let url: string | undefined;
+    await waitFor(
+      () => {
+        const line = this.out.split('\n').find((l) => l.includes('"event":"dashboard"'));
+        if (line) url = (JSON.parse(line) as { url: string }).url;
+        return url !== undefined || this.child.exitCode !== null;
+      },
+      'the dashboard URL',
+      60_000,
+    );
+    return url;
+  }
+
+  /** SIGKILL it if it still runs, and wait for its exit. */
+  async kill(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGKILL');
+    await waitFor(() => this.child.exitCode !== null || this.child.signalCode !== null, 'the dashboard process to exit', 10_000).catch(() => undefined);
   }
 }
