@@ -184,23 +184,35 @@ function suite(kind: 'http' | 'stdio'): void {
 suite('http');
 suite('stdio');
 
-describe('a client that cannot elicit, and a 2025 client', SLOW, () => {
-  const ws = workspace();
-  let serve: ServeProcess | undefined;
-  let url = '';
-  let token = '';
-  const open: Array<() => Promise<unknown>> = [];
+/** `serve --http` on a fresh workspace for one describe block: started before its tests, stopped after them with nothing left behind. */
+function servedOverHttp() {
+  const served = {
+    ws: workspace(),
+    url: '',
+    token: '',
+    serve: undefined as ServeProcess | undefined,
+    /** Closed before the gateway stops. */
+    open: [] as Array<() => Promise<unknown>>,
+    /** Transport options that carry the gateway's access token. */
+    auth: () => ({ requestInit: { headers: { authorization: `Bearer ${served.token}` } } }),
+  };
   beforeAll(async () => {
-    ({ serve, url, token } = await startServeHttp(ws));
+    ({ serve: served.serve, url: served.url, token: served.token } = await startServeHttp(served.ws));
   });
   afterAll(async () => {
-    for (const close of open) await close();
-    await serve?.stop();
-    expect(await ws.cleanup()).toBe(0);
+    for (const close of served.open) await close();
+    await served.serve?.stop();
+    expect(await served.ws.cleanup()).toBe(0);
   });
+  return served;
+}
+
+describe('a client that cannot elicit, and a 2025 client', SLOW, () => {
+  const served = servedOverHttp();
+  const { open } = served;
 
   it('the input-required result carries the question and a requestState; a retry with an unknown one is refused, the real one finishes the call', async () => {
-    const client = await connectV2(new HttpV2(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), { asked: [], sampled: [], answer: () => ({ action: 'decline' }) });
+    const client = await connectV2(new HttpV2(new URL(served.url), served.auth()), { asked: [], sampled: [], answer: () => ({ action: 'decline' }) });
     open.push(() => client.close());
     const first = (await client.callTool({ name: 'mcp__travel__book', arguments: {} }, { ...CALL, allowInputRequired: true })) as unknown as {
       resultType?: string;
@@ -222,7 +234,7 @@ describe('a client that cannot elicit, and a 2025 client', SLOW, () => {
   });
 
   it('a prompt’s or a read’s requestState works once, for the same method, params and scope', async () => {
-    const client = await connectV2(new HttpV2(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), { asked: [], sampled: [], answer: () => ({ action: 'decline' }) });
+    const client = await connectV2(new HttpV2(new URL(served.url), served.auth()), { asked: [], sampled: [], answer: () => ({ action: 'decline' }) });
     open.push(() => client.close());
     type Pending = { resultType?: string; inputRequests?: Record<string, { method: string; params: { message?: string } }>; requestState?: string };
     const first = (await client.getPrompt({ name: 'mcp__travel__trip' }, { ...CALL, allowInputRequired: true } as never)) as unknown as Pending;
@@ -237,7 +249,7 @@ describe('a client that cannot elicit, and a 2025 client', SLOW, () => {
     await expect(client.readResource({ uri: 'travel://quote', inputResponses: answer, requestState: first.requestState } as never, { ...CALL, allowInputRequired: true } as never)).rejects.toThrow(
       /unknown or expired .* read travel:\/\/quote again without requestState/,
     );
-    const scoped = await connectV2(new HttpV2(new URL(`${url}?servers=travel`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), { asked: [], sampled: [], answer: () => ({ action: 'decline' }) });
+    const scoped = await connectV2(new HttpV2(new URL(`${served.url}?servers=travel`), served.auth()), { asked: [], sampled: [], answer: () => ({ action: 'decline' }) });
     open.push(() => scoped.close());
     await expect(retry(scoped, { name: 'mcp__travel__trip' })).rejects.toThrow(/unknown or expired/);
     const done = await retry(client, { name: 'mcp__travel__trip' });
@@ -246,7 +258,7 @@ describe('a client that cannot elicit, and a 2025 client', SLOW, () => {
   });
 
   it('a 2026-07-28 client without elicitation gets the clear refusal; a 2025 client is asked by elicitation/create', async () => {
-    const mute = await connectV2(new HttpV2(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), { asked: [], sampled: [], answer: () => ({ action: 'decline' }) }, {});
+    const mute = await connectV2(new HttpV2(new URL(served.url), served.auth()), { asked: [], sampled: [], answer: () => ({ action: 'decline' }) }, {});
     open.push(() => mute.close());
     const refused = await mute.callTool({ name: 'mcp__a__echo', arguments: { text: 'x' } }, CALL);
     expect(refused.isError).toBe(true);
@@ -259,7 +271,7 @@ describe('a client that cannot elicit, and a 2025 client', SLOW, () => {
       asked.push(request.params.message);
       return { action: 'accept', content: { decision } };
     });
-    await old.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await old.connect(new StreamableHTTPClientTransport(new URL(served.url), served.auth()));
     open.push(() => old.close());
     expect(textOf(await old.callTool({ name: 'mcp__a__echo', arguments: { text: 'old' } }, undefined, CALL))).toBe('old');
     expect(asked).toHaveLength(1);
@@ -287,21 +299,10 @@ async function connectV1(transport: StdioClientTransport | StreamableHTTPClientT
 }
 
 describe('a 2025 client: questions during prompts/get and resources/read, and URL elicitation completion', SLOW, () => {
-  const ws = workspace();
-  let serve: ServeProcess | undefined;
-  let url = '';
-  let token = '';
-  const open: Array<() => Promise<unknown>> = [];
-  beforeAll(async () => {
-    ({ serve, url, token } = await startServeHttp(ws));
-  });
-  afterAll(async () => {
-    for (const close of open) await close();
-    await serve?.stop();
-    expect(await ws.cleanup()).toBe(0);
-  });
+  const served = servedOverHttp();
+  const { ws, open } = served;
   const http = async (name: string) => {
-    const c = await connectV1(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), name);
+    const c = await connectV1(new StreamableHTTPClientTransport(new URL(served.url), served.auth()), name);
     open.push(() => c.client.close());
     return c;
   };
