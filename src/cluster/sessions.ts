@@ -121,13 +121,7 @@ export class SessionRouter {
       notFound('Session not found: the replica it was forwarded to does not hold it; initialize a new session');
       return 'loop';
     }
-    let url: string | undefined;
-    try {
-      url = await this.ownerUrl(owner);
-    } catch (err) {
-      // Redis unreadable: the owner cannot be found; the client starts over on a replica that answers.
-      this.options.log(`forwarding session ${id}: the owner's address cannot be read from Redis: ${describeError(err)}`);
-    }
+    const url = await this.reachableUrl(owner, `forwarding session ${id}`);
     if (url === undefined) {
       notFound(`Session not found: replica ${owner}, which held it, is gone; initialize a new session`);
       return 'owner-gone';
@@ -150,16 +144,25 @@ export class SessionRouter {
   async forwardRetry(state: string, body: unknown, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const owner = this.ownerOf(state);
     if (owner === undefined || owner === this.options.replicaId || headerValue(req.headers, FORWARDED_HEADER) !== undefined) return false;
-    let url: string | undefined;
-    try {
-      url = await this.ownerUrl(owner);
-    } catch (err) {
-      this.options.log(`forwarding an input-required retry: the address of replica ${owner} cannot be read from Redis: ${describeError(err)}`);
-    }
+    const url = await this.reachableUrl(owner, 'forwarding an input-required retry');
     if (url === undefined) return false;
     const what = `an input-required retry for replica ${owner}`;
     const outcome = await this.pipe(owner, new URL(url), req, res, (why) => this.options.log(`${what}: ${why}; answered here as an unknown requestState`), Buffer.from(JSON.stringify(body)));
     return outcome === 'forwarded';
+  }
+
+  /**
+   * {@link ownerUrl}, with Redis unreadable told in the log as `what` and
+   * answered `undefined`: the owner cannot be found, so the request is
+   * answered here (the client starts over on a replica that answers).
+   */
+  private async reachableUrl(owner: string, what: string): Promise<string | undefined> {
+    try {
+      return await this.ownerUrl(owner);
+    } catch (err) {
+      this.options.log(`${what}: the address of replica ${owner} cannot be read from Redis: ${describeError(err)}`);
+      return undefined;
+    }
   }
 
   /**
