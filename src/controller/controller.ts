@@ -249,6 +249,7 @@ export class McpController {
       ...(this.options.listingCacheSecondLevel ? { second: this.options.listingCacheSecondLevel } : {}),
     });
     const counted = this.usage.snapshot();
+    this.usage.cancel();
     this.usage = new ToolUsage(cacheDir === false ? false : path.resolve(this.ws.root, cacheDir), this.ws.root, (err) =>
       this.ws.logger.warn(`tool usage counts: ${describeError(err)}`),
     );
@@ -336,7 +337,7 @@ export class McpController {
     await this.ws.tracker.killAll();
     await this.ws.serverLog?.flush();
     await this.ws.cache?.flush();
-    this.usage.save();
+    await this.usage.flush();
     this.actor.stop();
     this.ws.registry.clear();
     this.searchReady?.close();

@@ -11,6 +11,8 @@ const SAVE_DELAY_MS = 2_000;
 export class ToolUsage {
   private readonly counts = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
+  /** The write under way: writes queue behind it, so the file ends with the newest counts. */
+  private writing: Promise<void> = Promise.resolve();
   private readonly doc: WorkspaceDoc | undefined;
 
   /** Counts live in `tool-usage/` beside the listing cache directory `dir`; `dir` false: in memory only. */
@@ -24,7 +26,7 @@ export class ToolUsage {
   record(name: string): void {
     this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
     if (this.doc && !this.timer) {
-      this.timer = setTimeout(() => this.save(), SAVE_DELAY_MS);
+      this.timer = setTimeout(() => void this.flush(), SAVE_DELAY_MS);
       this.timer.unref();
     }
   }
@@ -34,10 +36,23 @@ export class ToolUsage {
     return new Map(this.counts);
   }
 
-  /** Write pending counts now (disposal). */
-  save(): void {
+  /** Drop the pending write: the counts move to another ToolUsage, which writes them. */
+  cancel(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    this.doc?.write({ counts: Object.fromEntries(this.counts) }, this.onError);
+  }
+
+  /**
+   * Write the counts now, asynchronously: a gateway records a call on every
+   * call, and a synchronous write every few seconds stalled its event loop
+   * under load. Resolves when this write (and every one before it) is done.
+   */
+  flush(): Promise<void> {
+    this.cancel();
+    const doc = this.doc;
+    if (!doc) return this.writing;
+    // The counts are read when the write starts, not when it was queued.
+    this.writing = this.writing.then(() => doc.writeAsync({ counts: Object.fromEntries(this.counts) }, this.onError));
+    return this.writing;
   }
 }
