@@ -17,11 +17,8 @@ const INVALID = ['no_schema', 'string_schema', 'tools[3]'];
 
 describe('a tools/list with invalid definitions among valid ones', () => {
   it('registers the valid tools and skips each invalid one, naming it and why', async () => {
-    const ws = h.workspace();
     const warnings: string[] = [];
-    const c = h.controller(ws, { logger: { warn: (m: string) => warnings.push(m) } });
-    await c.addRuntimeServer('mixed', stdioFixtureConfig('invalid-tool-server'));
-    await c.start();
+    const { c } = await h.running({ mixed: stdioFixtureConfig('invalid-tool-server') }, { logger: { warn: (m: string) => warnings.push(m) } });
 
     const r = row(c, 'mixed');
     expect(r).toMatchObject({ state: 'connected', reason: undefined, lastError: undefined });

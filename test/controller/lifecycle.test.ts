@@ -74,12 +74,11 @@ describe('addRuntimeServer', () => {
 
 describe('errors that cannot heal', () => {
   it('command not found: failed at once with the reason, no retries, and start() does not wait for it', async () => {
-    const ws = h.workspace();
     // A readiness timeout far beyond the test timeout: start() resolving proves it did not wait.
-    const c = h.controller(ws, { readyTimeoutMs: 10 * 60_000 });
-    await c.addRuntimeServer('ghost', { command: 'mcp-reconciler-no-such-command-xyz' });
-    await c.addRuntimeServer('ok', stdioFixtureConfig('basic-server'));
-    await c.start();
+    const { c } = await h.running(
+      { ghost: { command: 'mcp-reconciler-no-such-command-xyz' }, ok: stdioFixtureConfig('basic-server') },
+      { readyTimeoutMs: 10 * 60_000 },
+    );
     const r = row(c, 'ghost');
     expect(r).toMatchObject({ state: 'failed', reason: 'failed', attempt: 0, generation: 1 });
     expect(r.lastError).toMatch(/command not found: "mcp-reconciler-no-such-command-xyz"/);

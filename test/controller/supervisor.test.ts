@@ -134,12 +134,11 @@ describe('a crash-looping server', () => {
 
 describe('a server slower than its start timeout', () => {
   it('keeps starting in the background: start() stops waiting for it, it is reported as starting slowly, then connects without a retry', async () => {
-    const ws = h.workspace();
     // A readiness timeout far beyond the test's: start() resolving proves it did not wait for the slow one.
-    const c = h.controller(ws, { backoff: { initialMs: 20, maxMs: 50, attempts: 2 }, readyTimeoutMs: 10 * 60_000 });
-    await c.addRuntimeServer('sluggish', stdioFixtureConfig('slow-server', { env: { START_DELAY_MS: '2500' }, timeout: 300 }));
-    await c.addRuntimeServer('quick', stdioFixtureConfig('basic-server'));
-    await c.start();
+    const { c } = await h.running(
+      { sluggish: stdioFixtureConfig('slow-server', { env: { START_DELAY_MS: '2500' }, timeout: 300 }), quick: stdioFixtureConfig('basic-server') },
+      { backoff: { initialMs: 20, maxMs: 50, attempts: 2 }, readyTimeoutMs: 10 * 60_000 },
+    );
     expect(row(c, 'quick').state).toBe('connected');
     const slow = row(c, 'sluggish');
     expect(slow).toMatchObject({ state: 'connecting', status: 'connecting', reason: 'starting_slowly', generation: 1, attempt: 0 });
