@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { fixturePath, stdioFixtureConfig } from '../helpers/fixtures.js';
+import { stdioFixtureConfig } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
 import { firstText, Harness, markerSwitched, rejection, row, toolNames, waitState } from './support.js';
 

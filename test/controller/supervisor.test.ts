@@ -6,7 +6,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { McpReconcilerError } from '../../src/errors.js';
-import { fixturePath, stdioFixtureConfig } from '../helpers/fixtures.js';
+import { stdioFixtureConfig } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 import { firstText, Harness, markerSwitched, rejection, row, toolNames, waitState } from './support.js';
 
