@@ -5,6 +5,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ServerConfig } from '../../machines/types.js';
+import type { McpController } from '../../src/controller/controller.js';
 import { stdioFixtureConfig } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
 import { cli, firstText, Harness, processesMatching, row, toolNames, waitState, type Workspace } from './support.js';
@@ -18,18 +19,30 @@ function markedServer(ws: Workspace, name: string, env?: Record<string, string>)
   return { config: stdioFixtureConfig('basic-server', { args: [marker], ...(env ? { env } : {}) }), marker };
 }
 
+/** A fresh workspace whose `.mcp.json` holds one marked basic server, `name`. */
+function gatedWorkspace(name: string): { ws: Workspace; config: ServerConfig; marker: string } {
+  const ws = h.workspace();
+  const { config, marker } = markedServer(ws, name);
+  ws.writeMcpJson({ [name]: config });
+  return { ws, config, marker };
+}
+
+/** The server list of every `pending-approval` event from now on. */
+function recordPrompts(c: McpController): string[][] {
+  const prompts: string[][] = [];
+  c.on('pending-approval', (e) => prompts.push(e.servers));
+  return prompts;
+}
+
 function cliArgs(ws: Workspace, ...argv: string[]): string[] {
   return [...argv, '--cwd', ws.root, '--approvals', ws.approvals];
 }
 
 describe('a gated server from .mcp.json', () => {
   it('starts no process before approve; pending-approval names it; why gives the reason and the fix', async () => {
-    const ws = h.workspace();
-    const { config, marker } = markedServer(ws, 'docs');
-    ws.writeMcpJson({ docs: config });
+    const { ws, marker } = gatedWorkspace('docs');
     const c = h.controller(ws);
-    const prompts: string[][] = [];
-    c.on('pending-approval', (e) => prompts.push(e.servers));
+    const prompts = recordPrompts(c);
     await c.start();
 
     expect(row(c, 'docs')).toMatchObject({ state: 'pending_approval', status: 'pending', reason: 'pending_approval', scope: 'project', tools: [], pid: undefined });
@@ -73,14 +86,11 @@ describe('a gated server from .mcp.json', () => {
   });
 
   it('reject keeps it down (also across controllers); why explains how to change the decision', async () => {
-    const ws = h.workspace();
-    const { config, marker } = markedServer(ws, 'tickets');
-    ws.writeMcpJson({ tickets: config });
+    const { ws, config, marker } = gatedWorkspace('tickets');
     const c = h.controller(ws);
     await c.start();
     expect(row(c, 'tickets').state).toBe('pending_approval');
-    const prompts: string[][] = [];
-    c.on('pending-approval', (e) => prompts.push(e.servers));
+    const prompts = recordPrompts(c);
 
     await c.reject('tickets');
     expect(row(c, 'tickets')).toMatchObject({ state: 'rejected', reason: 'rejected', status: 'disabled', pid: undefined });
@@ -103,9 +113,7 @@ describe('a gated server from .mcp.json', () => {
   });
 
   it('approve() in the API connects it at once; a session-only approval is forgotten by the next controller', async () => {
-    const ws = h.workspace();
-    const { config, marker } = markedServer(ws, 'notes');
-    ws.writeMcpJson({ notes: config });
+    const { ws, marker } = gatedWorkspace('notes');
     const c = h.controller(ws);
     await c.start();
     expect(processesMatching(marker)).toEqual([]);
@@ -132,8 +140,7 @@ describe('a gated server from .mcp.json', () => {
     await first.dispose();
 
     const c = h.controller(ws);
-    const prompts: string[][] = [];
-    c.on('pending-approval', (e) => prompts.push(e.servers));
+    const prompts = recordPrompts(c);
     await c.start();
     expect(prompts).toEqual([['alpha']]);
     expect(row(c, 'beta').state).toBe('rejected');
@@ -149,12 +156,9 @@ describe('a gated server from .mcp.json', () => {
   });
 
   it('a filter, description or timeout edit of an approved server applies without a new prompt and without a reconnect (SPEC §4)', async () => {
-    const ws = h.workspace();
-    const { config, marker } = markedServer(ws, 'kb');
-    ws.writeMcpJson({ kb: config });
+    const { ws, config, marker } = gatedWorkspace('kb');
     const c = h.controller(ws);
-    const prompts: string[][] = [];
-    c.on('pending-approval', (e) => prompts.push(e.servers));
+    const prompts = recordPrompts(c);
     await c.start();
     await c.approve('kb');
     await waitState(c, 'kb', 'connected');
@@ -180,9 +184,7 @@ describe('a gated server from .mcp.json', () => {
   });
 
   it('an untrusted folder starts nothing from .mcp.json, even when approved', async () => {
-    const ws = h.workspace();
-    const { config, marker } = markedServer(ws, 'docs');
-    ws.writeMcpJson({ docs: config });
+    const { ws, marker } = gatedWorkspace('docs');
     const approve = await cli(cliArgs(ws, 'approve', 'docs'), ws.env, ws.root);
     expect(approve.code).toBe(0);
     const c = h.controller(ws, { isTrustedFolder: () => false });

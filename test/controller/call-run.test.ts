@@ -15,10 +15,7 @@ describe('controller: a run of tool calls', () => {
   afterAll(() => h.cleanup());
 
   it('moves the server busy once and idle once, and sends no client-update per call', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws, { listingCache: false });
-    await c.addRuntimeServer('s', stdioFixtureConfig('basic-server'));
-    await c.start();
+    const { c } = await h.running({ s: stdioFixtureConfig('basic-server') }, { listingCache: false });
     await waitState(c, 's', 'connected');
     const paths: string[] = [];
     let updates = 0;

@@ -21,12 +21,7 @@ function wrapped(fixture: string, env?: Record<string, string>) {
 
 describe('dispose()', () => {
   it('leaves no process alive: children, a wrapped grandchild, and a server that ignores SIGTERM', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('plain', stdioFixtureConfig('basic-server'));
-    await c.addRuntimeServer('wrapped', wrapped('basic-server'));
-    await c.addRuntimeServer('stubborn', stdioFixtureConfig('ignore-sigterm-server'));
-    await c.start();
+    const { c } = await h.running({ plain: stdioFixtureConfig('basic-server'), wrapped: wrapped('basic-server'), stubborn: stdioFixtureConfig('ignore-sigterm-server') });
     for (const name of ['plain', 'wrapped', 'stubborn']) expect(row(c, name).state).toBe('connected');
 
     const wrapperPid = row(c, 'wrapped').pid!;
@@ -70,10 +65,7 @@ describe('dispose() during a connect', () => {
 
 describe('a server going away', () => {
   it('removed from the config: its process group is killed, grandchild included', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('wrapped', wrapped('basic-server'));
-    await c.start();
+    const { c } = await h.running({ wrapped: wrapped('basic-server') });
     const wrapperPid = row(c, 'wrapped').pid!;
     const grandchild = Number(firstText(await c.callTool('mcp__wrapped__pid', {})));
     h.remember(wrapperPid, grandchild);
@@ -86,10 +78,7 @@ describe('a server going away', () => {
   });
 
   it('a connection-relevant edit replaces the process (fingerprint changed)', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('stubborn', stdioFixtureConfig('ignore-sigterm-server'));
-    await c.start();
+    const { c } = await h.running({ stubborn: stdioFixtureConfig('ignore-sigterm-server') });
     const old = row(c, 'stubborn');
     await c.addRuntimeServer('stubborn', stdioFixtureConfig('ignore-sigterm-server', { env: { SOMETHING: 'new' } }));
     await waitFor(() => {
@@ -104,10 +93,7 @@ describe('a server going away', () => {
   });
 
   it('a launcher that dies does not leave its server behind', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws, { backoff: { initialMs: 20, maxMs: 100, attempts: 5 } });
-    await c.addRuntimeServer('wrapped', wrapped('basic-server'));
-    await c.start();
+    const { c } = await h.running({ wrapped: wrapped('basic-server') }, { backoff: { initialMs: 20, maxMs: 100, attempts: 5 } });
     const before = row(c, 'wrapped');
     const grandchild = Number(firstText(await c.callTool('mcp__wrapped__pid', {})));
     h.remember(before.pid!, grandchild);

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { startHttpFixture, type HttpFixture } from '../fixtures/http-fixture.js';
 import { waitFor } from '../helpers/processes.js';
-import { firstText, Harness, rejection, row, toolNames, waitState } from './support.js';
+import { firstText, Harness, rejection, row, toolNames, waitNewGeneration, waitState, watchReconnects } from './support.js';
 
 const h = new Harness();
 const fixtures: HttpFixture[] = [];
@@ -20,10 +20,7 @@ afterAll(async () => {
 describe('streamable HTTP fixture', () => {
   it('registers tools and prompts and round-trips a call; dispose ends the session', async () => {
     const f = await fixture({ toolsVersion: '2' });
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('web', { url: f.url });
-    await c.start();
+    const { c } = await h.running({ web: { url: f.url } });
     expect(row(c, 'web')).toMatchObject({ state: 'connected', pid: undefined, generation: 1 });
     expect(toolNames(c)).toEqual(['mcp__web__add', 'mcp__web__echo', 'mcp__web__env', 'mcp__web__pid', 'mcp__web__v2_tool']);
     expect(c.prompts().map((p) => p.name)).toEqual(['mcp__web__greet']);
@@ -36,19 +33,11 @@ describe('streamable HTTP fixture', () => {
 
   it('a server restarted on the same port forgets the session: the next call fails, a new generation starts, a retry succeeds', async () => {
     const first = await fixture();
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('web', { type: 'http', url: first.url });
-    await c.start();
+    const { c } = await h.running({ web: { type: 'http', url: first.url } });
     const before = row(c, 'web');
     expect(before.state).toBe('connected');
     const toolsBefore = toolNames(c);
-    const removed: string[] = [];
-    c.on('tools-changed', (e) => removed.push(...e.removed));
-    const reconnectErrors: Array<string | undefined> = [];
-    c.on('server-state', (e) => {
-      if (e.name === 'web' && e.state === 'reconnecting') reconnectErrors.push(row(c, 'web').lastError);
-    });
+    const { removed, reconnectErrors } = watchReconnects(c, 'web');
 
     await first.close();
     const second = await fixture({ port: first.port });
@@ -57,10 +46,7 @@ describe('streamable HTTP fixture', () => {
     expect(lost.code).toBe('tool_unavailable');
     expect(lost.message).toMatch(/did not complete: MCP server "web" lost its connection \(session .* is gone: HTTP 404.*\) and is reconnecting/);
 
-    await waitFor(() => {
-      const r = row(c, 'web');
-      return r.state === 'connected' && r.generation > before.generation;
-    }, 'a new generation to connect');
+    await waitNewGeneration(c, 'web', before.generation);
     // Detected as a lost session (HTTP 404), which reconnects at once.
     expect(reconnectErrors).toEqual([expect.stringMatching(/session .* is gone: HTTP 404/)]);
     expect(firstText(await c.callTool('mcp__web__echo', { text: 'again' }))).toBe('again');
@@ -74,10 +60,7 @@ describe('streamable HTTP fixture', () => {
 describe('SSE fixture', () => {
   it('connects over the legacy SSE transport and round-trips a call', async () => {
     const f = await fixture();
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('legacy', { type: 'sse', url: f.sseUrl });
-    await c.start();
+    const { c } = await h.running({ legacy: { type: 'sse', url: f.sseUrl } });
     expect(row(c, 'legacy').state).toBe('connected');
     expect(toolNames(c)).toContain('mcp__legacy__echo');
     expect(firstText(await c.callTool('mcp__legacy__echo', { text: 'sse' }))).toBe('sse');
@@ -89,10 +72,7 @@ describe('an HTTP server that is not there', () => {
     const f = await fixture();
     const url = f.url;
     await f.close();
-    const ws = h.workspace();
-    const c = h.controller(ws, { backoff: { initialMs: 20, maxMs: 50, attempts: 2 } });
-    await c.addRuntimeServer('nobody', { url });
-    await c.start();
+    const { c } = await h.running({ nobody: { url } }, { backoff: { initialMs: 20, maxMs: 50, attempts: 2 } });
     await waitState(c, 'nobody', 'failed');
     expect(c.unavailableReason('nobody')).toBe('failed');
     expect(row(c, 'nobody').lastError).toContain('ECONNREFUSED');
@@ -102,10 +82,7 @@ describe('an HTTP server that is not there', () => {
 describe('an HTTP server that wants a token', () => {
   it('rests in needs_auth with a fix, and connects once the config carries the header', async () => {
     const f = await fixture({ bearerToken: 's3cret' });
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('locked', { url: f.url });
-    await c.start();
+    const { c } = await h.running({ locked: { url: f.url } });
     expect(row(c, 'locked')).toMatchObject({ state: 'needs_auth', status: 'needs-auth', reason: 'needs_auth', tools: [] });
     expect(row(c, 'locked').lastError).toMatch(/requires authorization \(HTTP 401\)/);
     expect(c.toolUnavailableMessage('mcp__locked__echo')).toMatch(/"locked" needs authorisation.*auth locked/);

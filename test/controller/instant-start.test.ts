@@ -26,9 +26,7 @@ function cacheDir(ws: Workspace): string {
 
 /** Run one eager controller until `server` connected, so its listing is cached; then dispose it. */
 async function fillCache(ws: Workspace, name: string, config: ServerConfig): Promise<void> {
-  const c = h.controller(ws, { listingCache: cacheDir(ws) });
-  await c.addRuntimeServer(name, config);
-  await c.start();
+  const { c } = await h.running({ [name]: config }, { listingCache: cacheDir(ws) }, ws);
   expect(row(c, name).state).toBe('connected');
   await c.dispose();
 }
@@ -41,6 +39,15 @@ async function writeCache(ws: Workspace, name: string, config: ServerConfig, too
     prompts: [],
   });
   await cache.flush();
+}
+
+/** A started lazy controller serving the basic fixture as `name` from its cached listing: filled by a real run, or naming `listed` tools. */
+async function dormant(name: string, listed?: string[]): Promise<McpController> {
+  const ws = h.workspace();
+  const config = stdioFixtureConfig('basic-server');
+  if (listed) await writeCache(ws, name, config, listed);
+  else await fillCache(ws, name, config);
+  return (await h.running({ [name]: config }, { listingCache: cacheDir(ws), startup: 'lazy' }, ws)).c;
 }
 
 async function noProcesses(c: McpController): Promise<void> {
@@ -98,9 +105,7 @@ describe('listing cache', () => {
   it('writes nothing with listingCache: false, and a corrupt cache file counts as no entry', async () => {
     const ws = h.workspace();
     const config = stdioFixtureConfig('basic-server');
-    const c = h.controller(ws, { listingCache: false });
-    await c.addRuntimeServer('b', config);
-    await c.start();
+    const { c } = await h.running({ b: config }, { listingCache: false }, ws);
     expect(toolNames(c)).toEqual(BASIC_TOOLS);
     await c.dispose();
     expect(existsSync(cacheDir(ws))).toBe(false);
@@ -117,12 +122,7 @@ describe('listing cache', () => {
 
 describe('lazy servers', () => {
   it('a lazy server with a cache sits dormant with no process; the first call starts it and gets its answer', async () => {
-    const ws = h.workspace();
-    const config = stdioFixtureConfig('basic-server');
-    await fillCache(ws, 'b', config);
-    const c = h.controller(ws, { listingCache: cacheDir(ws), startup: 'lazy' });
-    await c.addRuntimeServer('b', config);
-    await c.start();
+    const c = await dormant('b');
     const r = row(c, 'b');
     expect([r.state, r.status, r.reason, r.cached, r.pid]).toEqual(['dormant', 'dormant', undefined, true, undefined]);
     expect(c.pids()).toEqual([]);
@@ -138,12 +138,7 @@ describe('lazy servers', () => {
   });
 
   it('a cached prompt of a dormant server wakes it too: getPrompt starts it and answers', async () => {
-    const ws = h.workspace();
-    const config = stdioFixtureConfig('basic-server');
-    await fillCache(ws, 'p', config);
-    const c = h.controller(ws, { listingCache: cacheDir(ws), startup: 'lazy' });
-    await c.addRuntimeServer('p', config);
-    await c.start();
+    const c = await dormant('p');
     expect(row(c, 'p').state).toBe('dormant');
     expect(c.prompts().map((p) => p.name)).toEqual(['mcp__p__greet']);
     expect(c.pids()).toEqual([]);
@@ -201,12 +196,7 @@ describe('calls that wait for a connection', () => {
   });
 
   it('a call to a tool the live listing no longer has fails with unknown_tool, not a hang', async () => {
-    const ws = h.workspace();
-    const config = stdioFixtureConfig('basic-server');
-    await writeCache(ws, 'b', config, ['gone_tool']);
-    const c = h.controller(ws, { listingCache: cacheDir(ws), startup: 'lazy' });
-    await c.addRuntimeServer('b', config);
-    await c.start();
+    const c = await dormant('b', ['gone_tool']);
     expect(row(c, 'b').state).toBe('dormant');
     const err = await rejection(c.callTool('mcp__b__gone_tool', {}));
     expect(err.code).toBe('unknown_tool');
@@ -218,9 +208,7 @@ describe('calls that wait for a connection', () => {
 describe('idle stop', () => {
   it('stops a connected server after idleTimeoutMs without calls; its tools stay and the next call wakes it', async () => {
     const ws = h.workspace();
-    const c = h.controller(ws, { listingCache: cacheDir(ws), idleTimeoutMs: 300 });
-    await c.addRuntimeServer('b', stdioFixtureConfig('basic-server'));
-    await c.start();
+    const { c } = await h.running({ b: stdioFixtureConfig('basic-server') }, { listingCache: cacheDir(ws), idleTimeoutMs: 300 }, ws);
     const firstPid = row(c, 'b').pid!;
     h.remember(firstPid);
     await waitState(c, 'b', 'dormant');
@@ -233,9 +221,7 @@ describe('idle stop', () => {
 
   it('never stops a server while one of its calls is running', async () => {
     const ws = h.workspace();
-    const c = h.controller(ws, { listingCache: cacheDir(ws), idleTimeoutMs: 200 });
-    await c.addRuntimeServer('s', stdioFixtureConfig('slow-tool-server'));
-    await c.start();
+    const { c } = await h.running({ s: stdioFixtureConfig('slow-tool-server') }, { listingCache: cacheDir(ws), idleTimeoutMs: 200 }, ws);
     const tool = c.tools().find((t) => t.server === 's')!;
     const states: string[] = [];
     c.on('server-state', (e) => states.push(e.path));

@@ -17,11 +17,8 @@ const INVALID = ['no_schema', 'string_schema', 'tools[3]'];
 
 describe('a tools/list with invalid definitions among valid ones', () => {
   it('registers the valid tools and skips each invalid one, naming it and why', async () => {
-    const ws = h.workspace();
     const warnings: string[] = [];
-    const c = h.controller(ws, { logger: { warn: (m: string) => warnings.push(m) } });
-    await c.addRuntimeServer('mixed', stdioFixtureConfig('invalid-tool-server'));
-    await c.start();
+    const { c } = await h.running({ mixed: stdioFixtureConfig('invalid-tool-server') }, { logger: { warn: (m: string) => warnings.push(m) } });
 
     const r = row(c, 'mixed');
     expect(r).toMatchObject({ state: 'connected', reason: undefined, lastError: undefined });
@@ -40,10 +37,7 @@ describe('a tools/list with invalid definitions among valid ones', () => {
   });
 
   it('excludeTools hides an invalid tool like any other: no warning for it', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('mixed', { ...stdioFixtureConfig('invalid-tool-server'), excludeTools: ['no_schema'] });
-    await c.start();
+    const { c } = await h.running({ mixed: { ...stdioFixtureConfig('invalid-tool-server'), excludeTools: ['no_schema'] } });
     const skipped = row(c, 'mixed').skippedTools;
     expect(skipped.find((t) => t.rawName === 'no_schema')).toEqual({ rawName: 'no_schema', reason: 'listed in excludeTools' });
     expect(skipped.filter((t) => t.invalid).map((t) => t.rawName)).toEqual(['string_schema', 'tools[3]']);

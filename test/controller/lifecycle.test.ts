@@ -40,11 +40,7 @@ describe('dispose', () => {
     // A slow goodbye: a dispose() that does not wait for the DELETE resolves first.
     const f = await startHttpFixture({ deleteDelayMs: 300 });
     fixtures.push(f);
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('web', { url: f.url });
-    await c.addRuntimeServer('local', stdioFixtureConfig('basic-server'));
-    await c.start();
+    const { c } = await h.running({ web: { url: f.url }, local: stdioFixtureConfig('basic-server') });
     expect(f.sessionCount()).toBe(1);
     const pid = row(c, 'local').pid!;
     await c.dispose();
@@ -78,12 +74,11 @@ describe('addRuntimeServer', () => {
 
 describe('errors that cannot heal', () => {
   it('command not found: failed at once with the reason, no retries, and start() does not wait for it', async () => {
-    const ws = h.workspace();
     // A readiness timeout far beyond the test timeout: start() resolving proves it did not wait.
-    const c = h.controller(ws, { readyTimeoutMs: 10 * 60_000 });
-    await c.addRuntimeServer('ghost', { command: 'mcp-reconciler-no-such-command-xyz' });
-    await c.addRuntimeServer('ok', stdioFixtureConfig('basic-server'));
-    await c.start();
+    const { c } = await h.running(
+      { ghost: { command: 'mcp-reconciler-no-such-command-xyz' }, ok: stdioFixtureConfig('basic-server') },
+      { readyTimeoutMs: 10 * 60_000 },
+    );
     const r = row(c, 'ghost');
     expect(r).toMatchObject({ state: 'failed', reason: 'failed', attempt: 0, generation: 1 });
     expect(r.lastError).toMatch(/command not found: "mcp-reconciler-no-such-command-xyz"/);
@@ -93,10 +88,7 @@ describe('errors that cannot heal', () => {
 
   it('an HTTP 403 is final: failed after one request, no backoff', async () => {
     const forbidden = await answering(403);
-    const ws = h.workspace();
-    const c = h.controller(ws, { readyTimeoutMs: 10 * 60_000 });
-    await c.addRuntimeServer('locked', { url: forbidden.url });
-    await c.start();
+    const { c } = await h.running({ locked: { url: forbidden.url } }, { readyTimeoutMs: 10 * 60_000 });
     const r = row(c, 'locked');
     expect(r).toMatchObject({ state: 'failed', attempt: 0, generation: 1 });
     expect(r.lastError).toMatch(/HTTP 403/);
@@ -104,10 +96,7 @@ describe('errors that cannot heal', () => {
 
   it('an HTTP 503 is transient: it spends the backoff budget', async () => {
     const down = await answering(503);
-    const ws = h.workspace();
-    const c = h.controller(ws, { backoff: { initialMs: 5, maxMs: 10, attempts: 3 } });
-    await c.addRuntimeServer('flaky', { url: down.url });
-    await c.start();
+    const { c } = await h.running({ flaky: { url: down.url } }, { backoff: { initialMs: 5, maxMs: 10, attempts: 3 } });
     await waitState(c, 'flaky', 'failed');
     expect(row(c, 'flaky').attempt).toBe(3);
     expect(down.hits()).toBeGreaterThanOrEqual(3);
@@ -116,10 +105,7 @@ describe('errors that cannot heal', () => {
 
 describe('a removed and re-added server', () => {
   it('does not show the old incarnation’s last error', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('x', { command: 'mcp-reconciler-no-such-command-xyz' });
-    await c.start();
+    const { c } = await h.running({ x: { command: 'mcp-reconciler-no-such-command-xyz' } });
     expect(row(c, 'x').lastError).toMatch(/command not found/);
     await c.removeRuntimeServer('x');
     expect(row(c, 'x').state).toBe('removed');

@@ -35,6 +35,9 @@ async function chatter(c: McpController, server: string, round: number): Promise
 const ALL = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'].map((l) => `${l} chatter ${l}`);
 const FROM_WARNING = ALL.slice(3);
 
+/** A controller whose user settings are `settings`, started, with each server connected. */
+const connected: typeof h.connected = (settings, extra) => h.connected(settings, extra, 'mcp-loglevel-');
+
 async function cliLogs(ws: Workspace, argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = { stdout: '', stderr: '' };
   const code = await runCli([...argv, '--cwd', ws.root], { stdout: { write: (s: string) => (out.stdout += s) }, stderr: { write: (s: string) => (out.stderr += s) }, env: ws.env, cwd: ws.root });
@@ -43,12 +46,7 @@ async function cliLogs(ws: Workspace, argv: string[]): Promise<{ code: number; s
 
 describe('logLevel', () => {
   it("an entry's logLevel is sent after connect and again after a reconnect: debug lines never reach the log", async () => {
-    const ws = h.workspace('mcp-loglevel-');
-    ws.writeUserSettings({ mcpServers: { quiet: logServer({ logLevel: 'warning' }), chatty: logServer() } });
-    const c = h.controller(ws);
-    await c.start();
-    await waitState(c, 'quiet', 'connected');
-    await waitState(c, 'chatty', 'connected');
+    const { c } = await connected({ mcpServers: { quiet: logServer({ logLevel: 'warning' }), chatty: logServer() } });
     // Without a level the server sends everything (the SDK's default).
     expect(await chatter(c, 'chatty', 1)).toEqual(ALL);
     expect(await chatter(c, 'quiet', 1)).toEqual(FROM_WARNING);
@@ -59,11 +57,7 @@ describe('logLevel', () => {
   });
 
   it('mcp.logLevel in a settings file is every server’s default; setLogLevel changes it at runtime and survives a reconnect', async () => {
-    const ws = h.workspace('mcp-loglevel-');
-    ws.writeUserSettings({ mcp: { logLevel: 'error' }, mcpServers: { a: logServer() } });
-    const c = h.controller(ws);
-    await c.start();
-    await waitState(c, 'a', 'connected');
+    const { c } = await connected({ mcp: { logLevel: 'error' }, mcpServers: { a: logServer() } });
     const errorAndUp = ALL.slice(4);
     expect(await chatter(c, 'a', 1)).toEqual(errorAndUp);
     expect(await c.setLogLevel('a', 'debug')).toBe(true);
@@ -76,11 +70,7 @@ describe('logLevel', () => {
   });
 
   it('an edit of logLevel is applied to the live connection without a reconnect', async () => {
-    const ws = h.workspace('mcp-loglevel-');
-    ws.writeUserSettings({ mcpServers: { a: logServer({ logLevel: 'error' }) } });
-    const c = h.controller(ws, { watch: true });
-    await c.start();
-    await waitState(c, 'a', 'connected');
+    const { ws, c } = await connected({ mcpServers: { a: logServer({ logLevel: 'error' }) } }, { watch: true });
     const pid = c.pids()[0];
     expect(await chatter(c, 'a', 1)).toEqual(ALL.slice(4));
     ws.writeUserSettings({ mcpServers: { a: logServer({ logLevel: 'notice' }) } });
@@ -101,11 +91,7 @@ describe('logLevel', () => {
   });
 
   it('`logs NAME --level LEVEL` shows MCP messages and supervisor lines at that level or above, and every stderr line', async () => {
-    const ws = h.workspace('mcp-loglevel-');
-    ws.writeUserSettings({ mcpServers: { a: logServer() } });
-    const c = h.controller(ws);
-    await c.start();
-    await waitState(c, 'a', 'connected');
+    const { ws, c } = await connected({ mcpServers: { a: logServer() } });
     await chatter(c, 'a', 1);
     await c.callTool('mcp__a__say', { text: 'plain stderr', level: 'debug' });
     await waitFor(async () => (await mcpLines(c, 'a')).includes('debug plain stderr'), 'the say line', 30_000);
@@ -126,13 +112,8 @@ describe('logLevel', () => {
 
 describe('logLevel on the 2026-07-28 wire', () => {
   it('rides in each tool call: a v2 server sends what is at or above it, and nothing without one', async () => {
-    const ws = h.workspace('mcp-loglevel-');
     const v2 = (extra: Record<string, unknown> = {}) => ({ command: process.execPath, args: [fixturePath('v2-log-server')], ...extra });
-    ws.writeUserSettings({ mcpServers: { modern: v2({ logLevel: 'warning' }), silent: v2() } });
-    const c = h.controller(ws);
-    await c.start();
-    await waitState(c, 'modern', 'connected');
-    await waitState(c, 'silent', 'connected');
+    const { c } = await connected({ mcpServers: { modern: v2({ logLevel: 'warning' }), silent: v2() } });
     expect(await chatter(c, 'modern', 1)).toEqual(FROM_WARNING);
     // No level asked: the new wire's servers send no log messages at all.
     await c.callTool('mcp__silent__chatter');

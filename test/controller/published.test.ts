@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ProcessTracker } from '../../src/connection/processes.js';
 import { modulePath } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
-import { firstText, Harness, rejection, row, toolNames } from './support.js';
+import { firstText, Harness, rejection, row, toolNames, waitNewGeneration, watchReconnects } from './support.js';
 import { freePort } from '../helpers/ports.js';
 
 const h = new Harness();
@@ -40,10 +40,7 @@ afterAll(async () => {
 
 describe('@modelcontextprotocol/server-everything over stdio', () => {
   it('registers its tools, skips the taskSupport: required one, validates a real outputSchema tool', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('everything', { command: process.execPath, args: [everything, 'stdio'] });
-    await c.start();
+    const { c } = await h.running({ everything: { command: process.execPath, args: [everything, 'stdio'] } });
     expect(row(c, 'everything').state).toBe('connected');
     const names = toolNames(c);
     expect(names.length).toBeGreaterThan(5);
@@ -78,22 +75,14 @@ describe('@modelcontextprotocol/server-everything over streamable HTTP', () => {
     await waitFor(() => stderr.includes('listening on port'), 'server-everything to listen');
     const url = `http://127.0.0.1:${port}/mcp`;
 
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('everything-http', { type: 'http', url });
-    await c.start();
+    const { c } = await h.running({ 'everything-http': { type: 'http', url } });
     const before = row(c, 'everything-http');
     expect(before.state).toBe('connected');
     expect(before.skippedTools.map((s) => s.rawName)).toContain('simulate-research-query');
     expect(toolNames(c)).toContain('mcp__everything-http__echo');
     expect(firstText(await c.callTool('mcp__everything-http__echo', { message: 'via http' }))).toContain('via http');
     const toolsBefore = toolNames(c);
-    const removed: string[] = [];
-    c.on('tools-changed', (e) => removed.push(...e.removed));
-    const reconnectErrors: Array<string | undefined> = [];
-    c.on('server-state', (e) => {
-      if (e.name === 'everything-http' && e.state === 'reconnecting') reconnectErrors.push(row(c, 'everything-http').lastError);
-    });
+    const { removed, reconnectErrors } = watchReconnects(c, 'everything-http');
 
     // End the session behind the client's back; server-everything then answers its id with 400.
     const sid = sessionIds.get(url);
@@ -104,10 +93,7 @@ describe('@modelcontextprotocol/server-everything over streamable HTTP', () => {
     const lost = await rejection(c.callTool('mcp__everything-http__echo', { message: 'lost?' }));
     expect(lost.code).toBe('tool_unavailable');
     expect(lost.message).toMatch(/lost its connection \(session .* is gone: HTTP 400/);
-    await waitFor(() => {
-      const r = row(c, 'everything-http');
-      return r.state === 'connected' && r.generation > before.generation;
-    }, 'a new generation to connect');
+    await waitNewGeneration(c, 'everything-http', before.generation);
     expect(reconnectErrors).toEqual([expect.stringMatching(/HTTP 400/)]);
     expect(firstText(await c.callTool('mcp__everything-http__echo', { message: 'retried' }))).toContain('retried');
     expect(sessionIds.get(url)).not.toBe(sid);

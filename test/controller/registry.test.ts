@@ -5,20 +5,17 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { fixturePath, stdioFixtureConfig } from '../helpers/fixtures.js';
+import { stdioFixtureConfig } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
-import { firstText, Harness, rejection, row, toolNames, waitState } from './support.js';
+import { firstText, Harness, markerSwitched, rejection, row, toolNames, waitState } from './support.js';
 
 const h = new Harness();
 afterAll(() => h.cleanup());
 
 describe('naming', () => {
   it('sanitises server names and caps long names at 64 characters; the capped name still calls', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
     const name = 'team.docs server/with-a-really-long-name-that-goes-on-and-on';
-    await c.addRuntimeServer(name, stdioFixtureConfig('basic-server'));
-    await c.start();
+    const { c } = await h.running({ [name]: stdioFixtureConfig('basic-server') });
     const tools = c.tools();
     expect(tools.length).toBe(5);
     for (const t of tools) {
@@ -34,10 +31,7 @@ describe('naming', () => {
 
 describe('conflicts reject the whole generation', () => {
   it('duplicate raw names in a first listing: nothing of it is registered, the generation is closed and the server rests in failed', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('basic', stdioFixtureConfig('basic-server'));
-    await c.start();
+    const { c } = await h.running({ basic: stdioFixtureConfig('basic-server') });
     const toolsBefore = c.tools();
     const promptsBefore = c.prompts();
 
@@ -57,12 +51,8 @@ describe('conflicts reject the whole generation', () => {
   it('a later generation with duplicates is closed: the server fails, its old tools leave, calls are refused with the reason', async () => {
     const ws = h.workspace();
     const marker = join(ws.root, 'duplicate-now');
-    const c = h.controller(ws, { backoff: { initialMs: 20, maxMs: 100, attempts: 5 } });
-    await c.addRuntimeServer('dup', {
-      command: 'sh',
-      args: ['-c', `if [ -e "${marker}" ]; then export DUPLICATE=1; else export DUPLICATE=0; fi; exec "${process.execPath}" "${fixturePath('duplicate-tools-server')}"`],
-    });
-    await c.start();
+    const dup = markerSwitched(marker, 'duplicate-tools-server', 'export DUPLICATE=1', 'export DUPLICATE=0');
+    const { c } = await h.running({ dup }, { backoff: { initialMs: 20, maxMs: 100, attempts: 5 } }, ws);
     const first = row(c, 'dup');
     expect(first.lastError).toBeUndefined();
     expect(c.tools().map((t) => t.name)).toEqual(['mcp__dup__echo', 'mcp__dup__ping']);
@@ -88,10 +78,7 @@ describe('conflicts reject the whole generation', () => {
   });
 
   it('a name already taken by another server: the newcomer registers nothing, the owner keeps its tools', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('a.b', stdioFixtureConfig('basic-server'));
-    await c.start();
+    const { c } = await h.running({ 'a.b': stdioFixtureConfig('basic-server') });
     const toolsBefore = c.tools();
     const promptsBefore = c.prompts();
     const changes: unknown[] = [];
@@ -115,10 +102,7 @@ describe('conflicts reject the whole generation', () => {
   });
 
   it('the prefix owner arriving later takes the names: the other server is closed and rests in failed, naming both', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('a_b', stdioFixtureConfig('basic-server'));
-    await c.start();
+    const { c } = await h.running({ a_b: stdioFixtureConfig('basic-server') });
     const before = row(c, 'a_b');
     expect(before.tools.length).toBeGreaterThan(0);
 

@@ -75,11 +75,7 @@ describe('controller: idle stop and subscriptions', () => {
   afterAll(() => h.cleanup());
 
   it('keeps a subscribed server connected past idleTimeoutMs while an unsubscribed one goes dormant; unsubscribing lets it go too', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws, { listingCache: false, idleTimeoutMs: 300 });
-    await c.addRuntimeServer('kept', stdioFixtureConfig('resource-server'));
-    await c.addRuntimeServer('idle', stdioFixtureConfig('resource-server'));
-    await c.start();
+    const { c } = await h.running({ kept: stdioFixtureConfig('resource-server'), idle: stdioFixtureConfig('resource-server') }, { listingCache: false, idleTimeoutMs: 300 });
     const unsubscribe = await c.subscribeResource('note://static/hello', () => {}, { servers: ['kept'] });
     // Started after the subscription: without the guard, "kept" would have gone dormant before "idle" does.
     await c.callTool('mcp__idle__subscribed', {});
@@ -95,10 +91,7 @@ describe('controller: idle stop and subscriptions', () => {
   });
 
   it('subscribing to a resource of a dormant server wakes it and keeps it up', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws, { listingCache: false, idleTimeoutMs: 300 });
-    await c.addRuntimeServer('sleepy', stdioFixtureConfig('resource-server'));
-    await c.start();
+    const { c } = await h.running({ sleepy: stdioFixtureConfig('resource-server') }, { listingCache: false, idleTimeoutMs: 300 });
     await waitState(c, 'sleepy', 'dormant');
     const updates: string[] = [];
     const unsubscribe = await c.subscribeResource('note://notes/7', (u) => updates.push(u.uri));

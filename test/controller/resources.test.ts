@@ -21,10 +21,7 @@ afterAll(() => h.cleanup());
 
 describe('controller resources', () => {
   it('lists resources and templates of a connected server and reads both', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('notes', stdioFixtureConfig('resource-server', { env: { INSTANCE: 'N' } }));
-    await c.start();
+    const { c } = await h.running({ notes: stdioFixtureConfig('resource-server', { env: { INSTANCE: 'N' } }) });
     expect(c.resources()).toEqual([
       { uri: 'note://static/hello', name: 'hello', description: 'A static note.', mimeType: 'text/plain', server: 'notes', generation: 1 },
     ]);
@@ -103,10 +100,7 @@ describe('controller resources', () => {
   });
 
   it('keeps a subscription through a reconnect: the new process is subscribed again and its updates arrive', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('notes', stdioFixtureConfig('resource-server'));
-    await c.start();
+    const { c } = await h.running({ notes: stdioFixtureConfig('resource-server') });
     const updates: string[] = [];
     const unsubscribe = await c.subscribeResource('note://static/hello', (u) => updates.push(`${u.server} ${u.uri}`));
     await c.callTool('mcp__notes__touch', { uri: 'note://static/hello' });
@@ -159,10 +153,7 @@ describe('controller resources', () => {
   });
 
   it('reads and subscribes to server-everything’s resources', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('everything', { command: process.execPath, args: [modulePath('@modelcontextprotocol/server-everything/dist/index.js'), 'stdio'] });
-    await c.start();
+    const { c } = await h.running({ everything: { command: process.execPath, args: [modulePath('@modelcontextprotocol/server-everything/dist/index.js'), 'stdio'] } });
     const resource = c.resources()[0];
     expect(resource?.server).toBe('everything');
     const read = await c.readResource(resource!.uri);

@@ -53,11 +53,7 @@ async function cliUntil(ws: Workspace, argv: string[], until: (stdout: string) =
 
 describe('server logs', () => {
   it('stderr, MCP log messages and supervisor lines in one stream; `logs -f` shows a new line; escapes are neutralised', async () => {
-    const ws = h.workspace('mcp-logs-');
-    ws.writeUserSettings({ mcpServers: { talk: logServer() } });
-    const c = h.controller(ws);
-    await c.start();
-    await waitState(c, 'talk', 'connected');
+    const { ws, c } = await h.connected({ mcpServers: { talk: logServer() } }, {}, 'mcp-logs-');
 
     const follow = cliRun(ws, ['logs', 'talk', '-f']);
     // What is there already is printed first; the line written after that must come through the follow.

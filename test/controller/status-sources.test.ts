@@ -20,11 +20,7 @@ function machineError(c: McpController, name: string): string | undefined {
 
 describe('removed servers', () => {
   it('come from the reconciler; after dispose status still lists only those removed from the config', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('kept', { ...stdioFixtureConfig('basic-server'), disabled: true });
-    await c.addRuntimeServer('gone', { ...stdioFixtureConfig('basic-server'), disabled: true });
-    await c.start();
+    const { c } = await h.running({ kept: { ...stdioFixtureConfig('basic-server'), disabled: true }, gone: { ...stdioFixtureConfig('basic-server'), disabled: true } });
     await c.removeRuntimeServer('gone');
     expect(c.actor.getSnapshot().context.removed).toEqual(['gone']);
     expect(c.status().map((r) => [r.name, r.state])).toEqual([
@@ -64,10 +60,7 @@ describe('last errors', () => {
   });
 
   it('a failure reaches the machine with the event that moves it; a re-added server starts without one', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('ghost', { command: 'mcp-reconciler-no-such-command-xyz' });
-    await c.start();
+    const { c } = await h.running({ ghost: { command: 'mcp-reconciler-no-such-command-xyz' } });
     await waitState(c, 'ghost', 'failed');
     expect(machineError(c, 'ghost')).toMatch(/command not found/);
     expect(row(c, 'ghost').lastError).toBe(machineError(c, 'ghost'));

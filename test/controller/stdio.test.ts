@@ -10,10 +10,7 @@ afterAll(() => h.cleanup());
 
 describe('fixture servers over stdio', () => {
   it('registers tools and prompts as mcp__<server>__<name> and round-trips a call', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('basic', stdioFixtureConfig('basic-server', { env: { TOOLS_VERSION: '3' } }));
-    await c.start();
+    const { c } = await h.running({ basic: stdioFixtureConfig('basic-server', { env: { TOOLS_VERSION: '3' } }) });
 
     const r = row(c, 'basic');
     expect(r).toMatchObject({ state: 'connected', status: 'connected', scope: 'runtime', reason: undefined, generation: 1 });
@@ -44,11 +41,7 @@ describe('fixture servers over stdio', () => {
   });
 
   it('validates outputSchema results: a valid one passes, a broken one becomes an error result', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('basic', stdioFixtureConfig('basic-server'));
-    await c.addRuntimeServer('liar', stdioFixtureConfig('bad-output-server'));
-    await c.start();
+    const { c } = await h.running({ basic: stdioFixtureConfig('basic-server'), liar: stdioFixtureConfig('bad-output-server') });
 
     const sum = await c.callTool('mcp__basic__add', { a: 2, b: 3 });
     expect(sum.isError).toBeFalsy();
@@ -76,10 +69,7 @@ describe('fixture servers over stdio', () => {
   });
 
   it('does not register a taskSupport: required tool and lists it in status with the reason', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('tasks', stdioFixtureConfig('task-required-server'));
-    await c.start();
+    const { c } = await h.running({ tasks: stdioFixtureConfig('task-required-server') });
     expect(toolNames(c)).toEqual(['mcp__tasks__quick']);
     expect(row(c, 'tasks').skippedTools).toEqual([{ rawName: 'long_job', reason: expect.stringContaining("taskSupport is 'required'") }]);
     const err = await rejection(c.callTool('mcp__tasks__long_job', {}));
@@ -88,10 +78,7 @@ describe('fixture servers over stdio', () => {
   });
 
   it('re-lists and re-registers on tools/list_changed and prompts/list_changed', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws);
-    await c.addRuntimeServer('live', stdioFixtureConfig('list-changed-server'));
-    await c.start();
+    const { c } = await h.running({ live: stdioFixtureConfig('list-changed-server') });
     const changes: Array<{ server: string; added: string[]; removed: string[]; updated: string[] }> = [];
     c.on('tools-changed', (e) => changes.push(e));
     const generation = row(c, 'live').generation;

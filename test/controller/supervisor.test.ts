@@ -6,20 +6,17 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { McpReconcilerError } from '../../src/errors.js';
-import { fixturePath, stdioFixtureConfig } from '../helpers/fixtures.js';
+import { stdioFixtureConfig } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
-import { firstText, Harness, rejection, row, toolNames, waitState } from './support.js';
+import { firstText, Harness, markerSwitched, rejection, row, toolNames, waitState } from './support.js';
 
 const h = new Harness();
 afterAll(() => h.cleanup());
 
 describe('a stdio child killed with SIGKILL', () => {
   it('is reconnected by the supervisor; its tools stay registered; a call during the gap fails with "reconnecting"', async () => {
-    const ws = h.workspace();
     // A server that was not up for healthyMs waits initialMs before its first reconnect: the gap.
-    const c = h.controller(ws, { backoff: { initialMs: 2_500, maxMs: 5_000, attempts: 5 } });
-    await c.addRuntimeServer('basic', stdioFixtureConfig('basic-server'));
-    await c.start();
+    const { c } = await h.running({ basic: stdioFixtureConfig('basic-server') }, { backoff: { initialMs: 2_500, maxMs: 5_000, attempts: 5 } });
     const before = row(c, 'basic');
     expect(before.state).toBe('connected');
     const pid = before.pid!;
@@ -92,10 +89,7 @@ describe('a stdio child killed with SIGKILL', () => {
 
 describe('a crash-looping server', () => {
   it('ends in failed after the budget, with a reason that says so', async () => {
-    const ws = h.workspace();
-    const c = h.controller(ws, { backoff: { initialMs: 20, maxMs: 100, attempts: 3 } });
-    await c.addRuntimeServer('loop', stdioFixtureConfig('crash-server', { env: { CRASH_ON_START: '1' } }));
-    await c.start();
+    const { c } = await h.running({ loop: stdioFixtureConfig('crash-server', { env: { CRASH_ON_START: '1' } }) }, { backoff: { initialMs: 20, maxMs: 100, attempts: 3 } });
     const r = row(c, 'loop');
     expect(r).toMatchObject({ state: 'failed', status: 'failed', reason: 'failed', tools: [], attempt: 3 });
     // The child's stderr ends up in the server's last error.
@@ -108,13 +102,9 @@ describe('a crash-looping server', () => {
   it('unregisters the tools it had once the budget is spent; reconnect() tries again', async () => {
     const ws = h.workspace();
     const marker = join(ws.root, 'crash-now');
-    const c = h.controller(ws, { backoff: { initialMs: 20, maxMs: 100, attempts: 3 } });
     // Healthy until the marker exists, then every start crashes.
-    await c.addRuntimeServer('flaky', {
-      command: 'sh',
-      args: ['-c', `if [ -e "${marker}" ]; then echo "marker found, crashing" >&2; exit 1; fi; exec "${process.execPath}" "${fixturePath('crash-server')}"`],
-    });
-    await c.start();
+    const flaky = markerSwitched(marker, 'crash-server', 'echo "marker found, crashing" >&2; exit 1');
+    const { c } = await h.running({ flaky }, { backoff: { initialMs: 20, maxMs: 100, attempts: 3 } }, ws);
     expect(toolNames(c)).toEqual(['mcp__flaky__crash', 'mcp__flaky__ping']);
     const removed: string[] = [];
     c.on('tools-changed', (e) => removed.push(...e.removed));
@@ -144,12 +134,11 @@ describe('a crash-looping server', () => {
 
 describe('a server slower than its start timeout', () => {
   it('keeps starting in the background: start() stops waiting for it, it is reported as starting slowly, then connects without a retry', async () => {
-    const ws = h.workspace();
     // A readiness timeout far beyond the test's: start() resolving proves it did not wait for the slow one.
-    const c = h.controller(ws, { backoff: { initialMs: 20, maxMs: 50, attempts: 2 }, readyTimeoutMs: 10 * 60_000 });
-    await c.addRuntimeServer('sluggish', stdioFixtureConfig('slow-server', { env: { START_DELAY_MS: '2500' }, timeout: 300 }));
-    await c.addRuntimeServer('quick', stdioFixtureConfig('basic-server'));
-    await c.start();
+    const { c } = await h.running(
+      { sluggish: stdioFixtureConfig('slow-server', { env: { START_DELAY_MS: '2500' }, timeout: 300 }), quick: stdioFixtureConfig('basic-server') },
+      { backoff: { initialMs: 20, maxMs: 50, attempts: 2 }, readyTimeoutMs: 10 * 60_000 },
+    );
     expect(row(c, 'quick').state).toBe('connected');
     const slow = row(c, 'sluggish');
     expect(slow).toMatchObject({ state: 'connecting', status: 'connecting', reason: 'starting_slowly', generation: 1, attempt: 0 });

@@ -10,6 +10,8 @@ import { expect } from 'vitest';
 import { runCliCaptured } from '../helpers/cli.js';
 import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import type { McpControllerOptions, ServerStateName } from '../../src/controller/types.js';
+import type { ServerConfig } from '../../machines/types.js';
+import { fixturePath } from '../helpers/fixtures.js';
 import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
 
 /** A temp workspace: its root, a private HOME / XDG_CONFIG_HOME and an approvals file. */
@@ -77,6 +79,32 @@ export class Harness {
     return c;
   }
 
+  /** A controller on `ws` (default a fresh workspace) serving `servers` as runtime servers, started. */
+  async running(
+    servers: Record<string, ServerConfig>,
+    extra: Partial<McpControllerOptions> = {},
+    ws: Workspace = this.workspace(),
+  ): Promise<{ ws: Workspace; c: McpController }> {
+    const c = this.controller(ws, extra);
+    for (const [name, config] of Object.entries(servers)) await c.addRuntimeServer(name, config);
+    await c.start();
+    return { ws, c };
+  }
+
+  /** A fresh workspace whose user settings are `settings`, and a controller on it, started, with each of their servers connected. */
+  async connected(
+    settings: { mcpServers: Record<string, unknown> } & Record<string, unknown>,
+    extra: Partial<McpControllerOptions> = {},
+    prefix?: string,
+  ): Promise<{ ws: Workspace; c: McpController }> {
+    const ws = this.workspace(prefix);
+    ws.writeUserSettings(settings);
+    const c = this.controller(ws, extra);
+    await c.start();
+    for (const name of Object.keys(settings.mcpServers)) await waitState(c, name, 'connected');
+    return { ws, c };
+  }
+
   /** Remember the controller's live PIDs and their descendants (grandchildren of wrappers). */
   record(c: McpController): void {
     for (const pid of c.pids()) {
@@ -129,6 +157,36 @@ export { firstText, rejection } from '../helpers/results.js';
 /** Registered tool names of the controller, sorted. */
 export function toolNames(c: McpController): string[] {
   return c.tools().map((t) => t.name).sort();
+}
+
+/**
+ * Watch `server` for a lost session from now on: the tool names any `tools-changed` removes (a
+ * reconnect must not make the list flicker), and the last error each time it goes `reconnecting`.
+ */
+export function watchReconnects(c: McpController, server: string): { removed: string[]; reconnectErrors: Array<string | undefined> } {
+  const removed: string[] = [];
+  c.on('tools-changed', (e) => removed.push(...e.removed));
+  const reconnectErrors: Array<string | undefined> = [];
+  c.on('server-state', (e) => {
+    if (e.name === server && e.state === 'reconnecting') reconnectErrors.push(row(c, server).lastError);
+  });
+  return { removed, reconnectErrors };
+}
+
+/** Wait until `server` is connected again on a generation after `generation`. */
+export async function waitNewGeneration(c: McpController, server: string, generation: number): Promise<void> {
+  await waitFor(() => {
+    const r = row(c, server);
+    return r.state === 'connected' && r.generation > generation;
+  }, `"${server}" to connect on a generation after ${generation}`);
+}
+
+/**
+ * A server that turns bad once the test creates `marker`: `sh` runs `ifMarked` when the file exists
+ * (else `otherwise`), then execs fixture `fixture`.
+ */
+export function markerSwitched(marker: string, fixture: string, ifMarked: string, otherwise = ':'): ServerConfig {
+  return { command: 'sh', args: ['-c', `if [ -e "${marker}" ]; then ${ifMarked}; else ${otherwise}; fi; exec "${process.execPath}" "${fixturePath(fixture)}"`] };
 }
 
 /** PIDs of running processes whose command line contains `needle` (for "nothing was started" checks). */

@@ -15,11 +15,11 @@ import {
   ToolListChangedNotificationSchema,
   type ElicitResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fixturePath } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 import { cliMain, MARKER, textOf } from '../gateway/support.js';
-import { DaemonWorkspace } from './support.js';
+import { daemonWorkspace, type DaemonWorkspace } from './support.js';
 
 interface Session {
   client: Client;
@@ -72,13 +72,8 @@ async function killDaemon(ws: DaemonWorkspace): Promise<number> {
 }
 
 describe('resource subscriptions across a daemon loss', () => {
-  const ws = new DaemonWorkspace();
   let session: Session | undefined;
-
-  afterAll(async () => {
-    await session?.client.close().catch(() => undefined);
-    expect(await ws.shutdown(), 'processes left behind').toBe(0);
-  });
+  const ws = daemonWorkspace(() => session?.client.close().catch(() => undefined));
 
   it('are made again on the fresh daemon, and the client is told to list and read again', async () => {
     ws.writeUser({ r: { command: process.execPath, args: [fixturePath('resource-server')], env: { INSTANCE: 'r1', [MARKER]: ws.mark } } });
@@ -114,13 +109,8 @@ describe('resource subscriptions across a daemon loss', () => {
 });
 
 describe('an elicitation in flight when the daemon dies', () => {
-  const ws = new DaemonWorkspace();
   let session: Session | undefined;
-
-  afterAll(async () => {
-    await session?.client.close().catch(() => undefined);
-    expect(await ws.shutdown(), 'processes left behind').toBe(0);
-  });
+  const ws = daemonWorkspace(() => session?.client.close().catch(() => undefined));
 
   it('is cancelled at the client; its late answer reaches nobody; the next elicitation gets the next answer', async () => {
     ws.writeUser({ e: { command: process.execPath, args: [fixturePath('elicit-server')], env: { [MARKER]: ws.mark } } });

@@ -7,21 +7,16 @@
  * of another build (a clear refusal).
  */
 import { createServer } from 'node:net';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { fixturePath } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 import { connectStdio, MARKER, textOf, type StdioConnected } from '../gateway/support.js';
 import { daemonDir, daemonPaths, ensurePrivateDir } from '../../src/daemon/paths.js';
-import { DaemonWorkspace, RawShim } from './support.js';
+import { closeAll, daemonWorkspace, RawShim } from './support.js';
 
 describe('the daemon SIGKILLed mid-call', () => {
-  const ws = new DaemonWorkspace();
   const clients: StdioConnected[] = [];
-
-  afterAll(async () => {
-    for (const c of clients) await c.client.close().catch(() => undefined);
-    expect(await ws.shutdown(), 'processes left behind').toBe(0);
-  });
+  const ws = daemonWorkspace(() => closeAll(clients));
 
   it('the call in flight fails saying so; the session reattaches to a new daemon and its tools come back; the old servers die', async () => {
     ws.writeUser({
@@ -59,13 +54,8 @@ describe('the daemon SIGKILLed mid-call', () => {
 });
 
 describe('a client SIGKILLed', () => {
-  const ws = new DaemonWorkspace(3_000);
   const shims: RawShim[] = [];
-
-  afterAll(async () => {
-    for (const s of shims) s.child.kill('SIGKILL');
-    expect(await ws.shutdown(), 'processes left behind').toBe(0);
-  });
+  const ws = daemonWorkspace(() => shims.forEach((s) => s.child.kill('SIGKILL')), 3_000);
 
   it('its holds are released, its servers stop after their idle timeout, and the idle daemon exits', async () => {
     ws.writeUser({ a: ws.server('1') });
@@ -92,13 +82,8 @@ describe('a client SIGKILLed', () => {
 });
 
 describe('two clients racing to start the daemon', () => {
-  const ws = new DaemonWorkspace();
   const clients: StdioConnected[] = [];
-
-  afterAll(async () => {
-    for (const c of clients) await c.client.close().catch(() => undefined);
-    expect(await ws.shutdown(), 'processes left behind').toBe(0);
-  });
+  const ws = daemonWorkspace(() => closeAll(clients));
 
   it('start one daemon between them, and both are served', async () => {
     ws.writeUser({ a: ws.server('1') });
@@ -111,12 +96,9 @@ describe('two clients racing to start the daemon', () => {
 });
 
 describe('a daemon of another build', () => {
-  const ws = new DaemonWorkspace();
+  const ws = daemonWorkspace();
   let close: (() => void) | undefined;
   afterEach(() => close?.());
-  afterAll(async () => {
-    expect(await ws.shutdown(), 'processes left behind').toBe(0);
-  });
 
   it('the daemon refuses a client of another build, saying which builds they are', async () => {
     ws.writeUser({ a: ws.server('1') });

@@ -4,22 +4,19 @@
  * server process shared with a `serve --stdio --shared` session, and a
  * daemon loss that fails the call in flight and comes back by itself.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createMcpController, type SharedMcpController } from '../../src/index.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 import { cliMain, connectStdio, MARKER, textOf, type StdioConnected } from '../gateway/support.js';
-import { DaemonWorkspace } from './support.js';
+import { daemonWorkspace } from './support.js';
 
 describe('createMcpController({ shared: true })', () => {
-  const ws = new DaemonWorkspace();
   let shared: SharedMcpController | undefined;
   let other: StdioConnected | undefined;
-
-  afterAll(async () => {
+  const ws = daemonWorkspace(async () => {
     await shared?.dispose();
     await other?.client.close().catch(() => undefined);
-    expect(await ws.shutdown(), 'processes left behind').toBe(0);
   });
 
   it('lists and calls the daemon’s tools, shares its servers with shim sessions, and survives a daemon loss', async () => {

@@ -6,10 +6,10 @@
  */
 import { execFile } from 'node:child_process';
 import { dirname } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { modulePath } from '../helpers/fixtures.js';
 import { cliMain, connectStdio, textOf, type StdioConnected } from '../gateway/support.js';
-import { DaemonWorkspace } from './support.js';
+import { closeAll, daemonWorkspace, type DaemonWorkspace } from './support.js';
 
 const INSPECTOR = modulePath('@modelcontextprotocol/inspector-cli/build/index.js');
 
@@ -23,18 +23,13 @@ function inspector(ws: DaemonWorkspace, args: string[]): Promise<{ code: number;
 }
 
 describe('serve --stdio --shared: many sessions, one daemon, one process per server', () => {
-  const ws = new DaemonWorkspace();
   const clients: StdioConnected[] = [];
+  const ws = daemonWorkspace(() => closeAll(clients));
 
   beforeAll(() => {
     ws.writeUser({ a: ws.server('1'), b: ws.server('1') });
     // A project server: gated, never approved here.
     ws.writeProject({ p: ws.server('1') });
-  });
-
-  afterAll(async () => {
-    for (const c of clients) await c.client.close().catch(() => undefined);
-    expect(await ws.shutdown(), 'processes left behind').toBe(0);
   });
 
   it('three SDK clients and the Inspector CLI at once: the same tools, the same server processes', async () => {

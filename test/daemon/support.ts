@@ -7,6 +7,7 @@
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { afterAll, expect } from 'vitest';
 import type { DaemonStatus } from '../../src/daemon/protocol.js';
 import { cliMain, Workspace } from '../gateway/support.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
@@ -50,6 +51,24 @@ export class DaemonWorkspace extends Workspace {
     await waitFor(() => this.markedPids().length === 0, 'the daemon and its servers to exit', 20_000).catch(() => undefined);
     return this.cleanup();
   }
+}
+
+/**
+ * A DaemonWorkspace for the enclosing describe block: after its tests `release` runs (closing
+ * the block's clients), then the daemon is stopped and not one of its processes may be left.
+ */
+export function daemonWorkspace(release: () => unknown = () => undefined, daemonIdleMs?: number): DaemonWorkspace {
+  const ws = new DaemonWorkspace(daemonIdleMs);
+  afterAll(async () => {
+    await release();
+    expect(await ws.shutdown(), 'processes left behind').toBe(0);
+  });
+  return ws;
+}
+
+/** Close each SDK client session, one that is already gone included. */
+export async function closeAll(sessions: ReadonlyArray<{ client: { close(): Promise<void> } }>): Promise<void> {
+  for (const s of sessions) await s.client.close().catch(() => undefined);
 }
 
 function cmdline(pid: number): string {

@@ -28,6 +28,23 @@ function outcome(r: ToolRegistry) {
   };
 }
 
+type Listing = Parameters<ToolRegistry['commit']>[2];
+
+/** Both connect orders of two servers, as `it.each` rows. */
+function bothOrders<K extends string>(one: K, two: K): Array<[K, K]> {
+  return [
+    [one, two],
+    [two, one],
+  ];
+}
+
+/** A registry that committed generation 1 of each listing, in `order`. */
+function committed<K extends string>(listings: Record<K, Listing>, order: readonly K[]): ToolRegistry {
+  const r = new ToolRegistry();
+  for (const server of order) r.commit(server, 1, listings[server]);
+  return r;
+}
+
 // Different tool names on purpose: without prefix ownership nothing would clash
 // and both servers would mix their tools under one prefix.
 const listings = {
@@ -36,13 +53,8 @@ const listings = {
 };
 
 describe('prefix ownership between names that sanitise alike', () => {
-  it.each([
-    ['x.y', 'x_y'],
-    ['x_y', 'x.y'],
-  ] as const)('connect order %s then %s: "x.y" (first in code-point order) owns mcp__x_y__', (first, second) => {
-    const r = new ToolRegistry();
-    r.commit(first, 1, listings[first]);
-    r.commit(second, 1, listings[second]);
+  it.each(bothOrders('x.y', 'x_y'))('connect order %s then %s: "x.y" (first in code-point order) owns mcp__x_y__', (...order) => {
+    const r = committed(listings, order);
     const o = outcome(r);
     expect(o.tools).toEqual(['x.y:mcp__x_y__read']);
     expect(o.prompts).toEqual(['x.y:mcp__x_y__p']);
@@ -98,13 +110,8 @@ describe('ownership of a registered name two servers produce (`a` + `b__c`, `a__
     a__b: { tools: [tool('c'), tool('own_ab')], prompts: [] },
   };
 
-  it.each([
-    ['a', 'a__b'],
-    ['a__b', 'a'],
-  ] as const)('connect order %s then %s: "a" (first in code-point order) owns mcp__a__b__c; "a__b" has nothing registered', (first, second) => {
-    const r = new ToolRegistry();
-    r.commit(first, 1, clash[first]);
-    r.commit(second, 1, clash[second]);
+  it.each(bothOrders('a', 'a__b'))('connect order %s then %s: "a" (first in code-point order) owns mcp__a__b__c; "a__b" has nothing registered', (...order) => {
+    const r = committed(clash, order);
     expect(r.getTool('mcp__a__b__c')).toMatchObject({ server: 'a', rawName: 'b__c' });
     expect(outcome(r).tools).toEqual(['a:mcp__a__b__c', 'a:mcp__a__own_a']);
     expect(r.conflictOf('a')).toBeUndefined();

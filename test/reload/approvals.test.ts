@@ -5,13 +5,20 @@
  * gated server that is not approved or sits in an untrusted folder.
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import type { McpController } from '../../src/controller/controller.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
-import { basic, collect, Harness, quiet, row, SLOW, toolsOf, waitReconciled, waitState } from './support.js';
+import { basic, collect, Harness, quiet, reconciledAfter, row, SLOW, toolsOf, waitState } from './support.js';
 
 const h = new Harness();
 afterAll(() => h.cleanup());
 
 const STARTED = new Set(['connecting', 'connected']);
+
+/** Wait until `name` waits for approval and its earlier process `pid` has exited. */
+async function waitPendingStopped(c: McpController, name: string, pid: number): Promise<void> {
+  await waitFor(() => row(c, name)?.state === 'pending_approval', `${name} to wait for approval`, SLOW);
+  await waitFor(() => !pidAlive(pid), `${name}'s process ${pid} to exit`, SLOW);
+}
 
 describe('approvals through hot reload', () => {
   it('a rejected server is not prompted on an unrelated edit, and is prompted again once its config is edited', async () => {
@@ -26,18 +33,14 @@ describe('approvals through hot reload', () => {
     const states = collect(c, 'server-state');
 
     // Unrelated edit: a user server is added.
-    let before = c.reconciles;
-    ws.user({ u: basic('2') });
-    await waitReconciled(c, before, 'the unrelated edit to be reconciled');
+    await reconciledAfter(c, 'the unrelated edit to be reconciled', () => ws.user({ u: basic('2') }));
     await waitState(c, 'u', 'connected');
     await quiet();
     expect(prompts.filter((e) => e.servers.includes('p'))).toEqual([]);
     expect(row(c, 'p')?.state).toBe('rejected');
 
     // p's own config changes: a new hash, so the old rejection no longer applies.
-    before = c.reconciles;
-    ws.project({ p: basic('3') });
-    await waitReconciled(c, before, "the edit of p's config to be reconciled");
+    await reconciledAfter(c, "the edit of p's config to be reconciled", () => ws.project({ p: basic('3') }));
     await waitFor(() => prompts.some((e) => e.servers.includes('p')), 'a pending-approval naming p', SLOW);
     expect(row(c, 'p')).toMatchObject({ state: 'pending_approval', reason: 'pending_approval', pid: undefined, tools: [] });
     expect(states.filter((e) => e.name === 'p' && STARTED.has(e.state))).toEqual([]);
@@ -52,11 +55,8 @@ describe('approvals through hot reload', () => {
     const p = await waitState(c, 'p', 'connected');
     const prompts = collect(c, 'pending-approval');
 
-    const before = c.reconciles;
-    ws.project({ p: basic('2') });
-    await waitReconciled(c, before, 'the edit to be reconciled');
-    await waitFor(() => row(c, 'p')?.state === 'pending_approval', 'p to wait for approval again', SLOW);
-    await waitFor(() => !pidAlive(p.pid!), "p's process to exit", SLOW);
+    await reconciledAfter(c, 'the edit to be reconciled', () => ws.project({ p: basic('2') }));
+    await waitPendingStopped(c, 'p', p.pid!);
     expect(toolsOf(c, 'p')).toEqual([]);
     expect(prompts.some((e) => e.servers.includes('p'))).toBe(true);
   });
@@ -72,15 +72,11 @@ describe('approvals through hot reload', () => {
     const prompts = collect(c, 'pending-approval');
     const states = collect(c, 'server-state');
 
-    let before = c.reconciles;
-    ws.project({ q: basic('2') });
-    await waitReconciled(c, before, 'the removal of p to be reconciled');
+    await reconciledAfter(c, 'the removal of p to be reconciled', () => ws.project({ q: basic('2') }));
     await waitFor(() => c.unavailableReason('p') === 'removed' && !pidAlive(first.pid!), 'p to be removed and its process gone', SLOW);
     expect(toolsOf(c, 'p')).toEqual([]);
 
-    before = c.reconciles;
-    ws.project({ p: basic('1'), q: basic('2') });
-    await waitReconciled(c, before, 'the re-add of p to be reconciled');
+    await reconciledAfter(c, 'the re-add of p to be reconciled', () => ws.project({ p: basic('1'), q: basic('2') }));
     const again = await waitState(c, 'p', 'connected');
     expect(again.pid).not.toBe(first.pid);
     expect(toolsOf(c, 'p')).toContain('mcp__p__v1_tool');
@@ -99,13 +95,9 @@ describe('approvals through hot reload', () => {
     const first = await waitState(c, 'p', 'connected');
     const prompts = collect(c, 'pending-approval');
 
-    let before = c.reconciles;
-    ws.project({});
-    await waitReconciled(c, before, 'the removal of p to be reconciled');
+    await reconciledAfter(c, 'the removal of p to be reconciled', () => ws.project({}));
     await waitFor(() => !pidAlive(first.pid!), "p's process to exit", SLOW);
-    before = c.reconciles;
-    ws.project({ p: basic('1') });
-    await waitReconciled(c, before, 'the re-add of p to be reconciled');
+    await reconciledAfter(c, 'the re-add of p to be reconciled', () => ws.project({ p: basic('1') }));
     await waitState(c, 'p', 'connected');
     expect(prompts).toEqual([]);
   });
@@ -121,12 +113,8 @@ describe('approvals through hot reload', () => {
     const prompts = collect(c, 'pending-approval');
 
     await c.approve('p');
-    let before = c.reconciles;
-    ws.project({ p: basic('1'), w: basic('3') });
-    await waitReconciled(c, before, 'the new gated server to be reconciled');
-    before = c.reconciles;
-    ws.write(ws.settingsFile, { mcpServers: { y: basic('4') } });
-    await waitReconciled(c, before, 'the workspace file to be reconciled');
+    await reconciledAfter(c, 'the new gated server to be reconciled', () => ws.project({ p: basic('1'), w: basic('3') }));
+    await reconciledAfter(c, 'the workspace file to be reconciled', () => ws.write(ws.settingsFile, { mcpServers: { y: basic('4') } }));
     await quiet();
 
     for (const name of ['p', 'w', 'y']) expect(row(c, name)).toMatchObject({ state: 'untrusted', reason: 'untrusted', pid: undefined, tools: [] });
@@ -145,11 +133,8 @@ describe('approvals through hot reload', () => {
     const prompts = collect(c, 'pending-approval');
 
     // Same name, same config, but now from the checked-in (gated) file: the project entry wins whole.
-    const before = c.reconciles;
-    ws.project({ a: basic('1') });
-    await waitReconciled(c, before, 'the project entry to be reconciled');
-    await waitFor(() => row(c, 'a')?.state === 'pending_approval', 'a to wait for approval', SLOW);
-    await waitFor(() => !pidAlive(a.pid!), "a's user-scope process to exit", SLOW);
+    await reconciledAfter(c, 'the project entry to be reconciled', () => ws.project({ a: basic('1') }));
+    await waitPendingStopped(c, 'a', a.pid!);
     expect(row(c, 'a')).toMatchObject({ scope: 'project', source: ws.projectFile, tools: [], pid: undefined });
     expect(prompts.some((e) => e.servers.includes('a'))).toBe(true);
 
@@ -174,9 +159,7 @@ describe('approvals through hot reload', () => {
     // Saves that reload the config (one changes nothing, one adds a server) do not repeat the report.
     ws.user({ u: basic('2') }, { theme: 'light' });
     await quiet();
-    const before = c.reconciles;
-    ws.user({ u: basic('2'), v: basic('3') }, { theme: 'light' });
-    await waitReconciled(c, before, 'the added server to be reconciled');
+    await reconciledAfter(c, 'the added server to be reconciled', () => ws.user({ u: basic('2'), v: basic('3') }, { theme: 'light' }));
     await waitState(c, 'v', 'connected');
     expect(errors).toHaveLength(1);
     expect(row(c, 'p')).toMatchObject({ state: 'pending_approval', pid: undefined });

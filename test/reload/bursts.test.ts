@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { pidAlive, waitFor } from '../helpers/processes.js';
-import { basic, collect, Harness, quiet, row, slow, SLOW, toolsOf, waitReconciled, waitState } from './support.js';
+import { basic, collect, Harness, quiet, reconciledAfter, row, slow, SLOW, toolsOf, waitReconciled, waitState } from './support.js';
 
 const h = new Harness();
 afterAll(() => h.cleanup());
@@ -14,11 +14,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('bursts and slow reconciles', () => {
   it('five saves within the 300 ms debounce make one reconcile that applies the last save', async () => {
-    const ws = h.workspace();
-    ws.user({ a: basic('1'), b: basic('1') });
-    const c = await h.start(ws);
-    const a = await waitState(c, 'a', 'connected');
-    const b = await waitState(c, 'b', 'connected');
+    const { ws, c, rows: { a, b } } = await h.connected({ a: basic('1'), b: basic('1') });
     const reconciled = collect(c, 'reconciled');
     const before = c.reconciles;
 
@@ -41,19 +37,13 @@ describe('bursts and slow reconciles', () => {
     ws.user({});
     const c = await h.start(ws);
 
-    let before = c.reconciles;
-    ws.user({ s: slow(10_000) });
-    await waitReconciled(c, before, 'the slow server to be reconciled');
+    await reconciledAfter(c, 'the slow server to be reconciled', () => ws.user({ s: slow(10_000) }));
     await waitFor(() => row(c, 's')?.state === 'connecting', 's to be connecting', SLOW);
     await waitFor(() => c.pids().length === 1, 'the slow process to be spawned', SLOW);
     const firstPid = c.pids()[0]!;
 
-    before = c.reconciles;
-    ws.user({ s: slow(10_000, { env: { START_DELAY_MS: '10000', EDIT: '2' } }) });
-    await waitReconciled(c, before, 'the second edit to be reconciled');
-    before = c.reconciles;
-    ws.user({ s: basic('9') });
-    await waitReconciled(c, before, 'the last edit to be reconciled');
+    await reconciledAfter(c, 'the second edit to be reconciled', () => ws.user({ s: slow(10_000, { env: { START_DELAY_MS: '10000', EDIT: '2' } }) }));
+    await reconciledAfter(c, 'the last edit to be reconciled', () => ws.user({ s: basic('9') }));
 
     const s = await waitState(c, 's', 'connected');
     expect(toolsOf(c, 's')).toContain('mcp__s__v9_tool');

@@ -10,12 +10,20 @@ import { basic, collect, Harness, quiet, row, SLOW, toolsOf, waitReconciled, wai
 const h = new Harness();
 afterAll(() => h.cleanup());
 
+/** A controller on user servers a and b whose workspace settings exclude b: a is connected, b `excluded`. */
+async function startWithBExcluded() {
+  const ws = h.workspace();
+  ws.user({ a: basic('1'), b: basic('2') });
+  ws.write(ws.settingsFile, { mcp: { excluded: ['b'] } });
+  const c = await h.start(ws);
+  await waitState(c, 'a', 'connected');
+  expect(row(c, 'b')?.state).toBe('excluded');
+  return { ws, c };
+}
+
 describe('config errors during hot reload', () => {
   it('a broken JSON file keeps the last good config (same process, same tools), reports one error with file and line, and the fix applies', async () => {
-    const ws = h.workspace();
-    ws.user({ a: basic('1') });
-    const c = await h.start(ws);
-    const a = await waitState(c, 'a', 'connected');
+    const { ws, c, rows: { a } } = await h.connected({ a: basic('1') });
     const tools = toolsOf(c, 'a');
     const errors = collect(c, 'config-error');
     const states = collect(c, 'server-state');
@@ -50,12 +58,7 @@ describe('config errors during hot reload', () => {
   });
 
   it('a broken settings file keeps its last good `mcp.excluded` in force', async () => {
-    const ws = h.workspace();
-    ws.user({ a: basic('1'), b: basic('2') });
-    ws.write(ws.settingsFile, { mcp: { excluded: ['b'] } });
-    const c = await h.start(ws);
-    await waitState(c, 'a', 'connected');
-    expect(row(c, 'b')?.state).toBe('excluded');
+    const { ws, c } = await startWithBExcluded();
     const errors = collect(c, 'config-error');
     const before = c.reconciles;
 
@@ -74,11 +77,7 @@ describe('config errors during hot reload', () => {
   });
 
   it('an entry that becomes invalid keeps its last good config while the valid edits next to it apply', async () => {
-    const ws = h.workspace();
-    ws.user({ a: basic('1'), b: basic('1') });
-    const c = await h.start(ws);
-    const a = await waitState(c, 'a', 'connected');
-    await waitState(c, 'b', 'connected');
+    const { ws, c, rows: { a } } = await h.connected({ a: basic('1'), b: basic('1') });
     const errors = collect(c, 'config-error');
     const before = c.reconciles;
 
@@ -115,12 +114,7 @@ describe('config errors during hot reload', () => {
   });
 
   it('an `mcp.excluded` that becomes invalid keeps its last good value: the excluded server stays out', async () => {
-    const ws = h.workspace();
-    ws.user({ a: basic('1'), b: basic('2') });
-    ws.write(ws.settingsFile, { mcp: { excluded: ['b'] } });
-    const c = await h.start(ws);
-    await waitState(c, 'a', 'connected');
-    expect(row(c, 'b')?.state).toBe('excluded');
+    const { ws, c } = await startWithBExcluded();
     const errors = collect(c, 'config-error');
     const states = collect(c, 'server-state');
 

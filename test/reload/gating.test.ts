@@ -7,16 +7,16 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { McpController } from '../../src/controller/controller.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
-import { basic, collect, Harness, row, SLOW, toolsOf, waitReconciled, waitState, type Workspace } from './support.js';
+import { basic, collect, Harness, reconciledAfter, row, SLOW, toolsOf, waitState, type Workspace } from './support.js';
 
 const h = new Harness();
 afterAll(() => h.cleanup());
 
 /** Write the workspace settings file with only these `mcp` settings (no servers), and wait for the reconcile. */
 async function settings(c: McpController, ws: Workspace, mcp: Record<string, unknown> | undefined): Promise<void> {
-  const before = c.reconciles;
-  ws.write(ws.settingsFile, mcp === undefined ? { theme: 'dark' } : { theme: 'dark', mcp });
-  await waitReconciled(c, before, `the settings edit ${JSON.stringify(mcp)} to be reconciled`);
+  await reconciledAfter(c, `the settings edit ${JSON.stringify(mcp)} to be reconciled`, () =>
+    ws.write(ws.settingsFile, mcp === undefined ? { theme: 'dark' } : { theme: 'dark', mcp }),
+  );
 }
 
 /** Wait until `name` is stopped for `reason`, its process is gone and it has no tool. */
@@ -29,11 +29,7 @@ async function waitGated(c: McpController, name: string, reason: 'excluded' | 'n
 
 describe('hot reload of gating settings', () => {
   it('excluding a server disconnects it and drops its tools; un-excluding reconnects it; the other server is untouched', async () => {
-    const ws = h.workspace();
-    ws.user({ a: basic('1'), b: basic('2') });
-    const c = await h.start(ws);
-    const a = await waitState(c, 'a', 'connected');
-    const b = await waitState(c, 'b', 'connected');
+    const { ws, c, rows: { a, b } } = await h.connected({ a: basic('1'), b: basic('2') });
     const bTools = toolsOf(c, 'b');
 
     await settings(c, ws, { excluded: ['a'] });
@@ -50,10 +46,7 @@ describe('hot reload of gating settings', () => {
   });
 
   it('narrowing `mcp.allowed` stops the others, `[]` denies all, and removing the key lets everything back', async () => {
-    const ws = h.workspace();
-    ws.user({ a: basic('1'), b: basic('2'), c: basic('3') });
-    const c = await h.start(ws);
-    const first = { a: await waitState(c, 'a', 'connected'), b: await waitState(c, 'b', 'connected'), c: await waitState(c, 'c', 'connected') };
+    const { ws, c, rows: first } = await h.connected({ a: basic('1'), b: basic('2'), c: basic('3') });
 
     await settings(c, ws, { allowed: ['a'] });
     await waitGated(c, 'b', 'not_allowed', first.b.pid);

@@ -6,21 +6,16 @@
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { pidAlive, waitFor } from '../helpers/processes.js';
-import { basic, collect, Harness, promptsOf, quiet, row, slow, SLOW, toolsOf, waitReconciled, waitState } from './support.js';
+import { basic, collect, Harness, promptsOf, quiet, reconciledAfter, row, slow, SLOW, toolsOf, waitReconciled, waitState } from './support.js';
 
 const h = new Harness();
 afterAll(() => h.cleanup());
 
 describe('hot reload of servers', () => {
   it('connects an added server; a removed one disconnects, loses its tools and prompts, and reads `removed`', async () => {
-    const ws = h.workspace();
-    ws.user({ keep: basic('1') });
-    const c = await h.start(ws);
-    const keep = await waitState(c, 'keep', 'connected');
+    const { ws, c, rows: { keep } } = await h.connected({ keep: basic('1') });
 
-    const before = c.reconciles;
-    ws.user({ keep: basic('1'), added: basic('7') });
-    await waitReconciled(c, before, 'the add to be reconciled');
+    await reconciledAfter(c, 'the add to be reconciled', () => ws.user({ keep: basic('1'), added: basic('7') }));
     const added = await waitState(c, 'added', 'connected');
     expect(toolsOf(c, 'added')).toContain('mcp__added__v7_tool');
     expect(promptsOf(c, 'added')).toEqual(['mcp__added__greet']);
@@ -38,10 +33,7 @@ describe('hot reload of servers', () => {
   });
 
   it('an args edit reconnects only that server; the others keep their process and never lose a tool', async () => {
-    const ws = h.workspace();
-    ws.user({ a: basic('1'), b: basic('2'), c: basic('3') });
-    const c = await h.start(ws);
-    const rows = { a: await waitState(c, 'a', 'connected'), b: await waitState(c, 'b', 'connected'), c: await waitState(c, 'c', 'connected') };
+    const { ws, c, rows } = await h.connected({ a: basic('1'), b: basic('2'), c: basic('3') });
     const stable = { a: toolsOf(c, 'a'), c: toolsOf(c, 'c') };
     const changes = collect(c, 'tools-changed');
 
@@ -52,9 +44,7 @@ describe('hot reload of servers', () => {
       for (const t of [...stable.a, ...stable.c]) if (!names.has(t)) gaps.push(t);
     }, 3);
     try {
-      const before = c.reconciles;
-      ws.user({ a: basic('1'), b: basic('2', { args: [...(basic('2').args as string[]), '--edited'] }), c: basic('3') });
-      await waitReconciled(c, before, 'the args edit to be reconciled');
+      await reconciledAfter(c, 'the args edit to be reconciled', () => ws.user({ a: basic('1'), b: basic('2', { args: [...(basic('2').args as string[]), '--edited'] }), c: basic('3') }));
       await waitFor(() => (row(c, 'b')?.generation ?? 0) > rows.b.generation && row(c, 'b')?.state === 'connected', 'b to reconnect', SLOW);
       await waitFor(() => toolsOf(c, 'b').length > 0, 'b to have tools again', SLOW);
     } finally {
@@ -83,15 +73,11 @@ describe('hot reload of servers', () => {
     expect(c.status()).toEqual([]);
     expect(c.tools()).toEqual([]);
 
-    let before = c.reconciles;
-    ws.user({ only: basic('4') });
-    await waitReconciled(c, before, 'the first server to be reconciled');
+    await reconciledAfter(c, 'the first server to be reconciled', () => ws.user({ only: basic('4') }));
     const only = await waitState(c, 'only', 'connected');
     expect(c.pids()).toEqual([only.pid]);
 
-    before = c.reconciles;
-    ws.user({});
-    await waitReconciled(c, before, 'the removal to be reconciled');
+    await reconciledAfter(c, 'the removal to be reconciled', () => ws.user({}));
     await waitFor(() => c.pids().length === 0 && !pidAlive(only.pid!), 'the last server process to exit', SLOW);
     expect(c.tools()).toEqual([]);
     expect(c.prompts()).toEqual([]);
@@ -100,10 +86,7 @@ describe('hot reload of servers', () => {
   });
 
   it('deleting the only config file and creating it again counts as a change', async () => {
-    const ws = h.workspace();
-    ws.user({ x: basic('5') });
-    const c = await h.start(ws);
-    const x = await waitState(c, 'x', 'connected');
+    const { ws, c, rows: { x } } = await h.connected({ x: basic('5') });
 
     rmSync(ws.userFile);
     await waitFor(() => c.unavailableReason('x') === 'removed', 'x to be removed after the file was deleted', SLOW);
@@ -117,10 +100,7 @@ describe('hot reload of servers', () => {
   });
 
   it('an editor-style atomic save (write a temp file, rename it over) is picked up', async () => {
-    const ws = h.workspace();
-    ws.user({ x: basic('1') });
-    const c = await h.start(ws);
-    await waitState(c, 'x', 'connected');
+    const { ws, c } = await h.connected({ x: basic('1') });
 
     const before = c.reconciles;
     const tmp = `${ws.userFile}.tmp-${process.pid}`;
@@ -132,10 +112,7 @@ describe('hot reload of servers', () => {
   });
 
   it('dispose stops watching: after it, even during start, an edit starts nothing', async () => {
-    const ws = h.workspace();
-    ws.user({ x: basic('1') });
-    const running = await h.start(ws);
-    const x = await waitState(running, 'x', 'connected');
+    const { ws, c: running, rows: { x } } = await h.connected({ x: basic('1') });
     const early = h.create(ws);
     const starting = early.start();
     await Promise.all([early.dispose(), running.dispose()]);

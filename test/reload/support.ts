@@ -109,6 +109,19 @@ export class Harness {
     return c;
   }
 
+  /** A fresh workspace whose user file holds `servers`, and a controller on it, started; `rows` are their status rows once each is connected. */
+  async connected<K extends string>(
+    servers: Record<K, unknown>,
+    extra: Partial<McpControllerOptions> = {},
+  ): Promise<{ ws: Workspace; c: McpController; rows: Record<K, ServerStatus> }> {
+    const ws = this.workspace();
+    ws.user(servers);
+    const c = await this.start(ws, extra);
+    const rows = {} as Record<K, ServerStatus>;
+    for (const name of Object.keys(servers) as K[]) rows[name] = await waitState(c, name, 'connected');
+    return { ws, c, rows };
+  }
+
   record(rows: ServerStatus[]): void {
     for (const r of rows) if (r.pid !== undefined) this.seenPids.add(r.pid);
   }
@@ -145,22 +158,22 @@ export async function waitState(c: McpController, name: string, state: ServerSta
   return row(c, name)!;
 }
 
+/** The sorted names of the registered entries (tools or prompts) of `server`. */
+function namesOf(entries: ReadonlyArray<{ server: string; name: string }>, server: string): string[] {
+  return entries
+    .filter((e) => e.server === server)
+    .map((e) => e.name)
+    .sort();
+}
+
 /** Names of the registered tools of `server`. */
 export function toolsOf(c: McpController, server: string): string[] {
-  return c
-    .tools()
-    .filter((t) => t.server === server)
-    .map((t) => t.name)
-    .sort();
+  return namesOf(c.tools(), server);
 }
 
 /** Names of the registered prompts of `server`. */
 export function promptsOf(c: McpController, server: string): string[] {
-  return c
-    .prompts()
-    .filter((p) => p.server === server)
-    .map((p) => p.name)
-    .sort();
+  return namesOf(c.prompts(), server);
 }
 
 /** Record every payload of `event` from now on. */
@@ -173,6 +186,13 @@ export function collect<K extends keyof McpControllerEvents>(c: McpController, e
 /** Wait for the reconcile count to pass `before` (a reconcile that sent something to the machines). */
 export async function waitReconciled(c: McpController, before: number, what = 'a reconcile'): Promise<void> {
   await waitFor(() => c.reconciles > before, what, SLOW);
+}
+
+/** Make an edit with `write`, then wait until a reconcile has applied it. */
+export async function reconciledAfter(c: McpController, what: string, write: () => void): Promise<void> {
+  const before = c.reconciles;
+  write();
+  await waitReconciled(c, before, what);
 }
 
 /** Let the debounce expire and a quiet period pass, so that a reconcile that was going to happen has happened. */

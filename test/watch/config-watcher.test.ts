@@ -24,6 +24,21 @@ function start(files: string[], extra: Partial<ConfigWatcherOptions> = {}): Prom
   return watcher.ready;
 }
 
+/** Create `name` in the temp dir and watch it (alone); its path. */
+async function watched(name: string, content = '{}'): Promise<string> {
+  const file = join(dir, name);
+  await writeFile(file, content);
+  await start([file]);
+  return file;
+}
+
+/** Wait for the first onChange, then a quiet period for any late one: every call so far. */
+async function settledCalls(what: string): Promise<string[][]> {
+  await waitFor(() => calls.length > 0, `onChange ${what}`);
+  await quiet();
+  return calls;
+}
+
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'mcpr-watch-'));
   calls = [];
@@ -38,27 +53,19 @@ afterEach(async () => {
 
 describe('watchConfigFiles', () => {
   it('reports a save of a listed file once, with its path', async () => {
-    const file = join(dir, 'settings.json');
-    await writeFile(file, '{}');
-    await start([file]);
+    const file = await watched('settings.json');
     await writeFile(file, '{"mcpServers":{}}');
-    await waitFor(() => calls.length > 0, 'onChange after a save');
-    await quiet();
-    expect(calls).toEqual([[file]]);
+    expect(await settledCalls('after a save')).toEqual([[file]]);
     expect(errors).toEqual([]);
   });
 
   it('coalesces five quick saves into one onChange', async () => {
-    const file = join(dir, '.mcp.json');
-    await writeFile(file, '{}');
-    await start([file]);
+    const file = await watched('.mcp.json');
     for (let i = 0; i < 5; i++) {
       await writeFile(file, JSON.stringify({ i }));
       await new Promise((r) => setTimeout(r, 20));
     }
-    await waitFor(() => calls.length > 0, 'onChange after a burst');
-    await quiet();
-    expect(calls).toEqual([[file]]);
+    expect(await settledCalls('after a burst')).toEqual([[file]]);
   });
 
   it('reports several files saved in one burst in one call', async () => {
@@ -69,21 +76,15 @@ describe('watchConfigFiles', () => {
     await start([b, a]);
     await writeFile(a, '{"x":1}');
     await writeFile(b, 'x: 1');
-    await waitFor(() => calls.length > 0, 'onChange after two saves');
-    await quiet();
-    expect(calls).toEqual([[a, b].sort()]);
+    expect(await settledCalls('after two saves')).toEqual([[a, b].sort()]);
   });
 
   it('treats an atomic save (write temp, rename over) as a change', async () => {
-    const file = join(dir, 'mcp.servers.yml');
-    await writeFile(file, 'a: 1\n');
-    await start([file]);
+    const file = await watched('mcp.servers.yml', 'a: 1\n');
     const tmp = join(dir, '.mcp.servers.yml.tmp-123');
     await writeFile(tmp, 'a: 2\n');
     await rename(tmp, file);
-    await waitFor(() => calls.length > 0, 'onChange after an atomic save');
-    await quiet();
-    expect(calls).toEqual([[file]]);
+    expect(await settledCalls('after an atomic save')).toEqual([[file]]);
   });
 
   it('reports the creation of a file that did not exist at start', async () => {
@@ -95,9 +96,7 @@ describe('watchConfigFiles', () => {
   });
 
   it('reports the deletion of a listed file', async () => {
-    const file = join(dir, 'settings.json');
-    await writeFile(file, '{}');
-    await start([file]);
+    const file = await watched('settings.json');
     await rm(file);
     await waitFor(() => calls.length > 0, 'onChange after deletion');
     expect(calls).toEqual([[file]]);
@@ -134,9 +133,7 @@ describe('watchConfigFiles', () => {
   });
 
   it('ignores other files in a watched directory', async () => {
-    const file = join(dir, 'settings.json');
-    await writeFile(file, '{}');
-    await start([file]);
+    const file = await watched('settings.json');
     await writeFile(join(dir, 'other.json'), '{}');
     await writeFile(join(dir, 'settings.json.bak'), '{}');
     await mkdir(join(dir, 'subdir'));
@@ -158,9 +155,7 @@ describe('watchConfigFiles', () => {
     await quiet();
     expect(calls).toEqual([]);
     await writeFile(file, '{"a":1}');
-    await waitFor(() => calls.length > 0, 'onChange of the listed file');
-    await quiet();
-    expect(calls).toEqual([[file]]);
+    expect(await settledCalls('of the listed file')).toEqual([[file]]);
   });
 
   it('setFiles adds new files (also in a new directory) and drops removed ones', async () => {
@@ -176,9 +171,7 @@ describe('watchConfigFiles', () => {
     expect(calls).toEqual([]); // setFiles reports nothing by itself
     await writeFile(a, '{"dropped":true}');
     await writeFile(b, '{"added":true}');
-    await waitFor(() => calls.length > 0, 'onChange of the added file');
-    await quiet();
-    expect(calls).toEqual([[b]]);
+    expect(await settledCalls('of the added file')).toEqual([[b]]);
   });
 
   it('calls nothing after close(), even for saves already pending', async () => {
