@@ -10,6 +10,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium.js';
 import { runCliCaptured } from '../helpers/cli.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/processes.js';
@@ -177,10 +179,47 @@ export class StatusUi {
     return url;
   }
 
+  /** SIGTERM it (an orderly stop) and wait for its exit; its exit code. */
+  async stop(): Promise<number | null> {
+    this.child.kill('SIGTERM');
+    await waitFor(() => this.child.exitCode !== null, 'status --cluster --ui to stop', 30_000);
+    return this.child.exitCode;
+  }
+
   /** SIGKILL it if it still runs, and wait for its exit. */
   async kill(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     this.child.kill('SIGKILL');
     await waitFor(() => this.child.exitCode !== null || this.child.signalCode !== null, 'the dashboard process to exit', 10_000).catch(() => undefined);
+  }
+}
+
+/** Headless Chromium on the cluster's dashboard (`status --cluster --ui`); {@link close} ends both. */
+export class DashboardPage {
+  page!: Page;
+  ui?: StatusUi;
+  private browser?: Browser;
+
+  /** Launch the browser with an empty page. */
+  async launch(): Promise<void> {
+    this.browser = await launchChromium();
+    this.page = await this.browser.newPage({ viewport: { width: 1280, height: 900 } });
+  }
+
+  /** Start `status --cluster --ui` on `fx` and load its page; fails with its stderr when it exits without a URL. */
+  async open(fx: ClusterFixture): Promise<StatusUi> {
+    const ui = (this.ui = new StatusUi(fx));
+    const url = await ui.url();
+    if (url === undefined) throw new Error(`status --cluster --ui exited (${ui.child.exitCode}) before naming its URL: ${ui.stderr}`);
+    await this.page.goto(url);
+    return ui;
+  }
+
+  /** The row of replica `r`, found by its process id. */
+  readonly row = (r: Replica): Locator => this.page.locator(`tr:has(td:nth-child(4):text-is("${r.serve.child.pid}"))`);
+
+  async close(): Promise<void> {
+    await this.browser?.close();
+    await this.ui?.kill();
   }
 }
