@@ -5,17 +5,17 @@
  * holder's row names the singleton it holds, and the lease table names the
  * holder, its URL and token; a lease that moves is followed live.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { browserTestSkipReason } from '../helpers/chromium.js';
 import { textOf } from '../gateway/support.js';
-import { ClusterFixture, DashboardPage, type Replica } from './support.js';
+import { ClusterFixture, dashboardPage, type Replica } from './support.js';
 
 const skipReason = browserTestSkipReason();
 if (skipReason) console.warn(`\n[cluster dashboard-leases.browser.test] SKIPPED: ${skipReason}\n`);
 
 describe.skipIf(skipReason !== undefined)('status --cluster --ui: singleton lease holders', () => {
   const fx = new ClusterFixture();
-  const dashboard = new DashboardPage();
+  const dashboard = dashboardPage(fx);
   let a: Replica;
   let b: Replica;
   const env = { MCP_RECONCILER_LEASE_MS: '2000' };
@@ -28,16 +28,10 @@ describe.skipIf(skipReason !== undefined)('status --cluster --ui: singleton leas
     const onA = await a.open('?servers=s');
     expect(textOf(await onA.client.callTool({ name: 'mcp__s__echo', arguments: { text: 'x' } }))).toBe('x');
     await a.serve.fromStderr(/(this replica holds the lease \(token \d+\))/, "A's lease", 60_000);
-    await dashboard.launch();
   }, 240_000);
 
-  afterAll(async () => {
-    await dashboard.close();
-    expect(await fx.stop(), 'processes left behind').toBe(0);
-  });
-
   it("shows the holder on its replica's row and in the lease table, and follows the lease when it moves", async () => {
-    const ui = await dashboard.open(fx);
+    const ui = await dashboard.open();
     const { page, row } = dashboard;
     const lease = page.locator('tr[data-singleton="s"]');
     await row(a).waitFor({ timeout: 60_000 });

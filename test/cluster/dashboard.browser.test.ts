@@ -5,16 +5,16 @@
  * replicas with their sessions in all and per principal, and drops a
  * replica that stops, live.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { browserTestSkipReason } from '../helpers/chromium.js';
-import { ClusterFixture, DashboardPage, type Replica } from './support.js';
+import { ClusterFixture, dashboardPage, type Replica } from './support.js';
 
 const skipReason = browserTestSkipReason();
 if (skipReason) console.warn(`\n[cluster dashboard.browser.test] SKIPPED: ${skipReason}\n`);
 
 describe.skipIf(skipReason !== undefined)('status --cluster --ui: the cluster dashboard', () => {
   const fx = new ClusterFixture();
-  const dashboard = new DashboardPage();
+  const dashboard = dashboardPage(fx);
   let a: Replica;
   let b: Replica;
 
@@ -26,16 +26,10 @@ describe.skipIf(skipReason !== undefined)('status --cluster --ui: the cluster da
     await a.open();
     await a.open('', await fx.idp.token('bob'));
     await b.open();
-    await dashboard.launch();
   }, 180_000);
 
-  afterAll(async () => {
-    await dashboard.close();
-    expect(await fx.stop(), 'processes left behind').toBe(0);
-  });
-
   it('lists the live replicas with their sessions per principal, and drops one that stops', async () => {
-    const ui = await dashboard.open(fx);
+    const ui = await dashboard.open();
     const { page, row } = dashboard;
     await row(a).waitFor({ timeout: 30_000 });
     await row(b).waitFor({ timeout: 30_000 });

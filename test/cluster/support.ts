@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import type { Browser, Locator, Page } from 'playwright-core';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { launchChromium } from '../helpers/chromium.js';
 import { runCliCaptured } from '../helpers/cli.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -194,32 +195,46 @@ export class StatusUi {
   }
 }
 
-/** Headless Chromium on the cluster's dashboard (`status --cluster --ui`); {@link close} ends both. */
-export class DashboardPage {
-  page!: Page;
-  ui?: StatusUi;
-  private browser?: Browser;
-
-  /** Launch the browser with an empty page. */
-  async launch(): Promise<void> {
-    this.browser = await launchChromium();
-    this.page = await this.browser.newPage({ viewport: { width: 1280, height: 900 } });
-  }
-
-  /** Start `status --cluster --ui` on `fx` and load its page; fails with its stderr when it exits without a URL. */
-  async open(fx: ClusterFixture): Promise<StatusUi> {
-    const ui = (this.ui = new StatusUi(fx));
-    const url = await ui.url();
-    if (url === undefined) throw new Error(`status --cluster --ui exited (${ui.child.exitCode}) before naming its URL: ${ui.stderr}`);
-    await this.page.goto(url);
-    return ui;
-  }
-
+/** Headless Chromium on the cluster's dashboard (`status --cluster --ui`). */
+export interface DashboardPage {
+  readonly page: Page;
+  /** Start `status --cluster --ui` and load its page; fails with its stderr when it exits without a URL. */
+  open(): Promise<StatusUi>;
   /** The row of replica `r`, found by its process id. */
-  readonly row = (r: Replica): Locator => this.page.locator(`tr:has(td:nth-child(4):text-is("${r.serve.child.pid}"))`);
+  row(r: Replica): Locator;
+}
 
-  async close(): Promise<void> {
-    await this.browser?.close();
-    await this.ui?.kill();
-  }
+/**
+ * A {@link DashboardPage} on `fx` for the tests of the enclosing block: the
+ * browser starts before them; after them it ends with the dashboard process,
+ * then `fx` stops and must leave no process behind.
+ */
+export function dashboardPage(fx: ClusterFixture): DashboardPage {
+  let browser: Browser | undefined;
+  let page: Page | undefined;
+  let ui: StatusUi | undefined;
+  beforeAll(async () => {
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await ui?.kill();
+    expect(await fx.stop(), 'processes left behind').toBe(0);
+  });
+  const dashboard: DashboardPage = {
+    get page() {
+      if (!page) throw new Error('the dashboard page is opened before the tests');
+      return page;
+    },
+    async open() {
+      ui = new StatusUi(fx);
+      const url = await ui.url();
+      if (url === undefined) throw new Error(`status --cluster --ui exited (${ui.child.exitCode}) before naming its URL: ${ui.stderr}`);
+      await dashboard.page.goto(url);
+      return ui;
+    },
+    row: (r) => dashboard.page.locator(`tr:has(td:nth-child(4):text-is("${r.serve.child.pid}"))`),
+  };
+  return dashboard;
 }
