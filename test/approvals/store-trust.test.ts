@@ -5,40 +5,29 @@
  * symlinked approvals file stays a symlink when decisions are written
  * through it.
  */
-import { chmod, chown, lstat, mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, chown, lstat, mkdir, readdir, readFile, readlink, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { approvalStates, promptableServers } from '../../src/approvals/promptable.js';
-import { FileApprovalStore, type ApprovalRecord } from '../../src/approvals/store.js';
+import { FileApprovalStore } from '../../src/approvals/store.js';
 import type { ConfigIssue } from '../../src/config/sources.js';
 import { hasCode } from '../../src/errors.js';
 import { desiredOf, entry } from '../gating/entries.js';
 import { basic, Harness, row, waitState } from '../reload/support.js';
+import { modeOf, rec, storeDirs } from './support.js';
 
-let dir: string;
-let root: string;
-let file: string;
+const paths = storeDirs('mcpr-store-trust-', 'config', 'approvals.json');
 beforeEach(async () => {
-  dir = await realpath(await mkdtemp(join(tmpdir(), 'mcpr-store-trust-')));
-  root = join(dir, 'ws');
-  await mkdir(root);
-  file = join(dir, 'config', 'approvals.json');
-  await mkdir(join(dir, 'config'), { recursive: true, mode: 0o700 });
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
+  await mkdir(join(paths.dir, 'config'), { recursive: true, mode: 0o700 });
 });
 
-const rec = (hash: string, decision: ApprovalRecord['decision'] = 'approved'): ApprovalRecord => ({ hash, decision, at: '2025-01-01T00:00:00.000Z' });
-const modeOf = async (p: string) => (await stat(p)).mode & 0o777;
 const isRoot = process.getuid?.() === 0;
 const posix = process.platform !== 'win32';
 
 /** Write a well-formed store holding an approval of `foo` for `root`, with `mode`. */
 async function storeFileWith(path: string, mode: number): Promise<{ content: string; foo: ReturnType<typeof entry> }> {
   const foo = entry('foo', 'project');
-  const content = `${JSON.stringify({ version: 1, roots: { [root]: { foo: rec(foo.hash) } } }, null, 2)}\n`;
+  const content = `${JSON.stringify({ version: 1, roots: { [paths.root]: { foo: rec(foo.hash) } } }, null, 2)}\n`;
   await writeFile(path, content);
   await chmod(path, mode); // explicit: the umask must not decide the test
   return { content, foo };
@@ -47,7 +36,7 @@ async function storeFileWith(path: string, mode: number): Promise<{ content: str
 /** The store refuses the file: no decisions, a clear error with `hint`, and `set` leaves the file alone. */
 async function expectRefused(store: FileApprovalStore, path: string, content: string, message: RegExp, hint: RegExp): Promise<void> {
   const foo = entry('foo', 'project');
-  const { decisions, error } = await store.load(root);
+  const { decisions, error } = await store.load(paths.root);
   expect(decisions).toEqual({});
   expect(hasCode(error, 'approval_store')).toBe(true);
   expect(error!.message).toContain(store.path);
@@ -57,7 +46,7 @@ async function expectRefused(store: FileApprovalStore, path: string, content: st
   expect(approvalStates(desiredOf(foo), decisions)).toEqual({ foo: 'pending' });
   expect(promptableServers(desiredOf(foo), decisions)).toEqual(['foo']);
 
-  const err = await store.set(root, 'bar', rec('h')).then(() => undefined, (e: unknown) => e);
+  const err = await store.set(paths.root, 'bar', rec('h')).then(() => undefined, (e: unknown) => e);
   expect(hasCode(err, 'approval_store')).toBe(true);
   expect((err as Error).message).toMatch(message);
   expect((err as { hint?: string }).hint).toMatch(hint);
@@ -71,78 +60,78 @@ describe.runIf(posix)('an approvals file someone else could write is not trusted
     ['0602', /writable by others \(mode 0602\)/],
     ['0666', /writable by group and others \(mode 0666\)/],
   ])('mode %s: refused with a `chmod 600` hint; every gated server pending; nothing crashes', async (mode, message) => {
-    const { content } = await storeFileWith(file, Number.parseInt(mode, 8));
-    await expectRefused(new FileApprovalStore(file), file, content, message, new RegExp(`chmod 600 ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    const { content } = await storeFileWith(paths.file, Number.parseInt(mode, 8));
+    await expectRefused(new FileApprovalStore(paths.file), paths.file, content, message, new RegExp(`chmod 600 ${paths.file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
     // Once fixed as the hint says, its decisions count again.
-    await chmod(file, 0o600);
-    expect((await new FileApprovalStore(file).load(root)).decisions).toEqual({ foo: rec(entry('foo', 'project').hash) });
+    await chmod(paths.file, 0o600);
+    expect((await new FileApprovalStore(paths.file).load(paths.root)).decisions).toEqual({ foo: rec(entry('foo', 'project').hash) });
   });
 
   it('a 0644 file (readable, not writable, by others) is still trusted', async () => {
-    await storeFileWith(file, 0o644);
-    const { decisions, error } = await new FileApprovalStore(file).load(root);
+    await storeFileWith(paths.file, 0o644);
+    const { decisions, error } = await new FileApprovalStore(paths.file).load(paths.root);
     expect(error).toBeUndefined();
     expect(Object.keys(decisions)).toEqual(['foo']);
   });
 
   it.runIf(isRoot)('a file owned by another user is refused with a `chown`/`chmod 600` hint', async () => {
-    const { content } = await storeFileWith(file, 0o600);
-    await chown(file, 65534, 65534);
-    await expectRefused(new FileApprovalStore(file), file, content, /owned by uid 65534, not by you \(uid 0\)/, /chown 0 .*&& chmod 600/);
+    const { content } = await storeFileWith(paths.file, 0o600);
+    await chown(paths.file, 65534, 65534);
+    await expectRefused(new FileApprovalStore(paths.file), paths.file, content, /owned by uid 65534, not by you \(uid 0\)/, /chown 0 .*&& chmod 600/);
   });
 
   it('the check applies to the file a symlink points at', async () => {
-    const real = join(dir, 'elsewhere', 'approvals.json');
-    await mkdir(join(dir, 'elsewhere'));
+    const real = join(paths.dir, 'elsewhere', 'approvals.json');
+    await mkdir(join(paths.dir, 'elsewhere'));
     const { content } = await storeFileWith(real, 0o666);
-    await symlink(real, file);
-    await expectRefused(new FileApprovalStore(file), real, content, /writable by group and others/, /chmod 600/);
+    await symlink(real, paths.file);
+    await expectRefused(new FileApprovalStore(paths.file), real, content, /writable by group and others/, /chmod 600/);
   });
 
   it('a path that needs quoting is quoted in the hint, so it can be pasted into a shell', async () => {
-    const odd = join(dir, "it's here", 'approvals.json');
-    await mkdir(join(dir, "it's here"));
+    const odd = join(paths.dir, "it's here", 'approvals.json');
+    await mkdir(join(paths.dir, "it's here"));
     await storeFileWith(odd, 0o666);
-    const { error } = await new FileApprovalStore(odd).load(root);
+    const { error } = await new FileApprovalStore(odd).load(paths.root);
     expect(error!.hint).toContain(`chmod 600 '${odd.replace("'", "'\\''")}'`);
   });
 });
 
 describe.runIf(posix)('writing through a symlinked approvals file keeps the link', () => {
   it('replaces the link’s target (mode 0600), leaves the link as it was, and no temp or lock file behind', async () => {
-    const realDir = join(dir, 'dotfiles');
+    const realDir = join(paths.dir, 'dotfiles');
     await mkdir(realDir);
     const real = join(realDir, 'approvals.json');
-    await new FileApprovalStore(real).set(root, 'old', rec('h0'));
-    await symlink('../dotfiles/approvals.json', file); // relative, as dotfile managers make them
+    await new FileApprovalStore(real).set(paths.root, 'old', rec('h0'));
+    await symlink('../dotfiles/approvals.json', paths.file); // relative, as dotfile managers make them
 
-    const store = new FileApprovalStore(file);
-    await store.set(root, 'new', rec('h1'));
+    const store = new FileApprovalStore(paths.file);
+    await store.set(paths.root, 'new', rec('h1'));
 
-    expect((await lstat(file)).isSymbolicLink()).toBe(true);
-    expect(await readlink(file)).toBe('../dotfiles/approvals.json');
-    expect(JSON.parse(await readFile(real, 'utf8')).roots[root]).toEqual({ old: rec('h0'), new: rec('h1') });
+    expect((await lstat(paths.file)).isSymbolicLink()).toBe(true);
+    expect(await readlink(paths.file)).toBe('../dotfiles/approvals.json');
+    expect(JSON.parse(await readFile(real, 'utf8')).roots[paths.root]).toEqual({ old: rec('h0'), new: rec('h1') });
     expect(await modeOf(real)).toBe(0o600);
-    expect((await store.load(root)).decisions).toEqual({ old: rec('h0'), new: rec('h1') });
+    expect((await store.load(paths.root)).decisions).toEqual({ old: rec('h0'), new: rec('h1') });
     expect(await readdir(realDir)).toEqual(['approvals.json']);
-    expect(await readdir(join(dir, 'config'))).toEqual(['approvals.json']);
+    expect(await readdir(join(paths.dir, 'config'))).toEqual(['approvals.json']);
   });
 
   it('follows a chain of links, and a dangling link gets its target created', async () => {
-    const realDir = join(dir, 'dotfiles');
+    const realDir = join(paths.dir, 'dotfiles');
     await mkdir(realDir);
     const real = join(realDir, 'approvals.json');
-    const middle = join(dir, 'middle.json');
+    const middle = join(paths.dir, 'middle.json');
     await symlink(real, middle); // dangling for now
-    await symlink(middle, file);
+    await symlink(middle, paths.file);
 
-    await new FileApprovalStore(file).set(root, 'a', rec('h'));
+    await new FileApprovalStore(paths.file).set(paths.root, 'a', rec('h'));
 
-    expect(await readlink(file)).toBe(middle);
+    expect(await readlink(paths.file)).toBe(middle);
     expect(await readlink(middle)).toBe(real);
     expect((await lstat(real)).isFile()).toBe(true);
     expect(await modeOf(real)).toBe(0o600);
-    expect((await new FileApprovalStore(file).load(root)).decisions).toEqual({ a: rec('h') });
+    expect((await new FileApprovalStore(paths.file).load(paths.root)).decisions).toEqual({ a: rec('h') });
   });
 });
 

@@ -7,14 +7,13 @@
  * request to a non-loopback address, and the authorization servers record
  * every request they get.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { isAllowedAuthorizationEndpoint } from '../../src/auth/authorization-server.js';
 import { FileTokenStore, type McpController, type ServerConfig } from '../../src/index.js';
 import { startAuthorizationServer, startResourceServer, type AuthorizationServerFixture, type ResourceServerFixture } from '../fixtures/oauth-servers.js';
-import { authTestController, reach, stateOf } from './support.js';
+import { tempDirEach } from '../helpers/temp-dir.js';
+import { authTestController, browser, reach, stateOf } from './support.js';
 
 /** TEST-NET-1 (RFC 5737): never routed; nothing may ever be sent there. */
 const OFF_LOOPBACK = 'http://192.0.2.2:8443';
@@ -32,21 +31,13 @@ function settled(c: McpController, name = 'remote'): Promise<string> {
   });
 }
 
-async function browser(_server: string, url: URL): Promise<void> {
-  const authorize = await fetch(url, { redirect: 'manual' });
-  const location = authorize.headers.get('location');
-  if (!location) throw new Error(`no redirect from ${url.href} (${authorize.status})`);
-  await (await fetch(location)).text();
-}
-
 describe('OAuth authorization-server checks', () => {
-  let dir: string;
+  const tmp = tempDirEach('mcp-oauth-as-');
   /** Requests that were about to leave loopback (refused by the net, never sent). */
   let offLoopback: string[];
   const cleanups: Array<() => Promise<unknown>> = [];
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'mcp-oauth-as-'));
     offLoopback = [];
     const real = globalThis.fetch;
     vi.spyOn(globalThis, 'fetch').mockImplementation((input, init) => {
@@ -61,7 +52,6 @@ describe('OAuth authorization-server checks', () => {
   afterEach(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
     vi.restoreAllMocks();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   async function as(options: Parameters<typeof startAuthorizationServer>[0] = {}): Promise<AuthorizationServerFixture> {
@@ -75,7 +65,7 @@ describe('OAuth authorization-server checks', () => {
     return s;
   }
   function controller(opts: Parameters<typeof authTestController>[1] = {}): McpController {
-    const c = authTestController(dir, opts);
+    const c = authTestController(tmp.path, opts);
     cleanups.push(() => c.dispose());
     return c;
   }
@@ -132,7 +122,7 @@ describe('OAuth authorization-server checks', () => {
     const first = await as({ clients: { pre: 's3cret' } });
     const second = await as({ clients: { pre: 's3cret' } });
     const mcp = await resource(first.base, () => [first, second]);
-    const store = new FileTokenStore(join(dir, 'oauth.json'));
+    const store = new FileTokenStore(join(tmp.path, 'oauth.json'));
     const config: ServerConfig = { type: 'http', url: mcp.url, oauth: { grantType: 'client_credentials', clientId: 'pre', clientSecret: 's3cret' } };
 
     const one = controller({ oauth: { tokenStore: store } });

@@ -2,14 +2,13 @@
  * Elicitation, roots and sampling through the public API, with an
  * in-process SDK server whose tools ask the client (docs/oauth.md).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { RootsListChangedNotificationSchema, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createMcpController, MemoryApprovalStore, type McpController, type McpControllerOptions } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import type { McpController, McpControllerOptions } from '../../src/index.js';
+import { bareController, disposedAfterEach } from '../helpers/bare-controller.js';
+import { tempDirEach } from '../helpers/temp-dir.js';
 
 interface Probe {
   server: McpServer;
@@ -59,18 +58,11 @@ function textOf(result: { content?: unknown }): string {
 }
 
 describe('client capabilities (elicitation, roots, sampling)', () => {
-  let dir: string;
-  const controllers: McpController[] = [];
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'mcp-caps-'));
-  });
-  afterEach(async () => {
-    await Promise.all(controllers.splice(0).map((c) => c.dispose()));
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const tmp = tempDirEach('mcp-caps-');
+  const controllers = disposedAfterEach();
 
   async function connect(probe: Probe, opts: Partial<McpControllerOptions>): Promise<McpController> {
-    const c = createMcpController({ cwd: dir, sources: [], watch: false, approvals: new MemoryApprovalStore(), processStateFile: false, ...opts });
+    const c = bareController(tmp.path, opts);
     controllers.push(c);
     await c.addRuntimeServer('probe', { type: 'sdk', instance: probe.server });
     await c.start();

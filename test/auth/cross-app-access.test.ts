@@ -112,7 +112,6 @@ async function startXaaFixture(): Promise<XaaFixture> {
   };
 
   const listening = await listenLoopback(handle);
-  const server = listening.server;
   base = listening.base;
   return {
     base,
@@ -124,10 +123,7 @@ async function startXaaFixture(): Promise<XaaFixture> {
       nextExchangeError = error;
     },
     expireAccessTokens: () => access.clear(),
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: listening.close,
   };
 }
 

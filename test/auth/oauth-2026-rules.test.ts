@@ -8,42 +8,27 @@
  * authorization server gets a new registration there, and nothing of the old
  * one's is shown to it (SEP-2352). docs/oauth.md.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { McpController } from '../../src/index.js';
 import { startOAuthFixture, type OAuthFixture, type OAuthFixtureOptions } from '../fixtures/oauth-fixture.js';
 import { startAuthorizationServer, startResourceServer, type AuthorizationServerFixture } from '../fixtures/oauth-servers.js';
-import { authTestController, stateOf } from './support.js';
-
-/** What a browser does: open the URL, follow the redirect to the loopback receiver. */
-async function browser(_server: string, url: URL): Promise<void> {
-  const authorize = await fetch(url, { redirect: 'manual' });
-  const location = authorize.headers.get('location');
-  if (!location) throw new Error(`no redirect from ${url.href} (${authorize.status})`);
-  await (await fetch(location)).text();
-}
+import { disposedAfterEach } from '../helpers/bare-controller.js';
+import { tempDirEach } from '../helpers/temp-dir.js';
+import { authTestController, browser, stateOf } from './support.js';
 
 describe('OAuth, 2026-07-28 rules', () => {
+  const tmp = tempDirEach('mcp-oauth26-');
   let fixture: OAuthFixture | undefined;
-  let dir: string;
-  const controllers: McpController[] = [];
-
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'mcp-oauth26-'));
-  });
   afterEach(async () => {
-    await Promise.all(controllers.splice(0).map((c) => c.dispose()));
     await fixture?.close();
     fixture = undefined;
-    rmSync(dir, { recursive: true, force: true });
   });
+  const controllers = disposedAfterEach();
 
   async function signIn(options: OAuthFixtureOptions): Promise<{ c: McpController; f: OAuthFixture; warnings: string[] }> {
     const f = (fixture = await startOAuthFixture(options));
     const warnings: string[] = [];
-    const c = authTestController(dir, { oauth: {}, onAuthorizationUrl: browser, logger: { warn: (m) => warnings.push(m), error: () => {} } });
+    const c = authTestController(tmp.path, { oauth: {}, onAuthorizationUrl: browser, logger: { warn: (m) => warnings.push(m), error: () => {} } });
     controllers.push(c);
     await c.addRuntimeServer('remote', { type: 'http', url: f.url });
     await c.start();
@@ -108,15 +93,11 @@ describe('OAuth, 2026-07-28 rules', () => {
 });
 
 describe('OAuth, 2026-07-28 rules: the protected resource moves to another authorization server', () => {
+  const tmp = tempDirEach('mcp-oauth26-move-');
   const cleanups: Array<() => Promise<unknown>> = [];
-  let dir: string;
 
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'mcp-oauth26-move-'));
-  });
   afterEach(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   async function as(): Promise<AuthorizationServerFixture> {
@@ -132,7 +113,7 @@ describe('OAuth, 2026-07-28 rules: the protected resource moves to another autho
     let accepted = [first];
     const mcp = await startResourceServer(first.base, () => accepted);
     cleanups.push(() => mcp.close());
-    const c = authTestController(dir, { oauth: {}, onAuthorizationUrl: browser });
+    const c = authTestController(tmp.path, { oauth: {}, onAuthorizationUrl: browser });
     cleanups.push(() => c.dispose());
     await c.addRuntimeServer('remote', { type: 'http', url: mcp.url });
     await c.start();
@@ -162,7 +143,7 @@ describe('OAuth, 2026-07-28 rules: the protected resource moves to another autho
     const mcp = await startResourceServer(only.base, () => [only]);
     cleanups.push(() => mcp.close());
     let asked = 0;
-    const c = authTestController(dir, { oauth: {}, onAuthorizationUrl: (server, url) => (asked++, browser(server, url)) });
+    const c = authTestController(tmp.path, { oauth: {}, onAuthorizationUrl: (server, url) => (asked++, browser(server, url)) });
     cleanups.push(() => c.dispose());
     await c.addRuntimeServer('remote', { type: 'http', url: mcp.url });
     await c.start();

@@ -5,42 +5,30 @@
  * and revocation, and the file token store. The browser step is a plain
  * fetch of the authorization URL and of its redirect.
  */
-import { chmodSync, mkdtempSync, rmSync, statSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, statSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileTokenStore, MemoryTokenStore, type McpController } from '../../src/index.js';
 import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
-import { authTestController, reach, stateOf } from './support.js';
+import { disposedAfterEach } from '../helpers/bare-controller.js';
+import { tempDirEach } from '../helpers/temp-dir.js';
+import { authTestController, browser, reach, stateOf } from './support.js';
 import { redactServerConfig } from '../../src/config/redact.js';
 
-/** What a browser does: open the URL, follow the redirect to the loopback receiver. */
-async function browser(_server: string, url: URL): Promise<void> {
-  const authorize = await fetch(url, { redirect: 'manual' });
-  const location = authorize.headers.get('location');
-  if (!location) throw new Error(`no redirect from ${url.href} (${authorize.status})`);
-  await (await fetch(location)).text();
-}
-
-
 describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
+  const tmp = tempDirEach('mcp-oauth-');
   let fixture: OAuthFixture;
-  let dir: string;
-  const controllers: McpController[] = [];
-
   beforeEach(async () => {
     fixture = await startOAuthFixture();
-    dir = mkdtempSync(join(tmpdir(), 'mcp-oauth-'));
   });
   afterEach(async () => {
-    await Promise.all(controllers.splice(0).map((c) => c.dispose()));
     await fixture.close();
-    rmSync(dir, { recursive: true, force: true });
   });
+  const controllers = disposedAfterEach();
 
   function controller(opts: Parameters<typeof authTestController>[1] = {}): McpController {
     // Tokens in memory unless a test names a store.
-    const c = authTestController(dir, { oauth: {}, ...opts });
+    const c = authTestController(tmp.path, { oauth: {}, ...opts });
     controllers.push(c);
     return c;
   }
@@ -54,7 +42,7 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
   }
 
   it('signs in during the connect when the host hook drives the browser, and stores tokens in a 0600 file', async () => {
-    const storePath = join(dir, 'state', 'oauth.json');
+    const storePath = join(tmp.path, 'state', 'oauth.json');
     const urls: string[] = [];
     const c = controller({
       oauth: { tokenStore: storePath },
@@ -82,7 +70,7 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
     ['0666', 0o666],
     ['0620', 0o620],
   ])('does not use a token file that group or others can write (mode %s): needs_auth with the reason and the fix', async (_octal, mode) => {
-    const storePath = join(dir, 'state', 'oauth.json');
+    const storePath = join(tmp.path, 'state', 'oauth.json');
     const first = await startedWithRemote({ oauth: { tokenStore: storePath }, onAuthorizationUrl: browser });
     expect(stateOf(first)?.state).toBe('connected');
     await first.dispose();
@@ -186,7 +174,7 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
     expect(shown).toContain('"clientId":"pre"');
     expect(shown).not.toContain('s3cr3t-value');
     expect(shown).not.toContain('BEGIN PRIVATE KEY');
-    const store = new FileTokenStore(join(dir, 'oauth.json'));
+    const store = new FileTokenStore(join(tmp.path, 'oauth.json'));
     await store.update('k', () => ({ clientInformation: { client_id: 'pre' }, configClientId: 'pre' }));
     expect(readFileSync(store.path, 'utf8')).not.toContain('s3cr3t-value');
   });

@@ -11,15 +11,7 @@ import { FileTokenStore } from '../../src/index.js';
 import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
 import { connectStdio, textOf, Workspace, type StdioConnected } from '../gateway/support.js';
 import { waitFor } from '../helpers/processes.js';
-import { authTestController, stateOf } from './support.js';
-
-/** What a browser does: open the URL, follow the redirect to the loopback receiver. */
-async function browser(_server: string, url: URL): Promise<void> {
-  const authorize = await fetch(url, { redirect: 'manual' });
-  const location = authorize.headers.get('location');
-  if (!location) throw new Error(`no redirect from ${url.href} (${authorize.status})`);
-  await (await fetch(location)).text();
-}
+import { authTestController, browser, stateOf } from './support.js';
 
 /** A gateway workspace whose processes all use one OAuth token store file. */
 class SharedStoreWorkspace extends Workspace {

@@ -1,24 +1,26 @@
-/** Shared bits of the auth tests: a controller for remote servers, waiting for a server's state by its events. */
-import { createMcpController, MemoryApprovalStore, MemoryTokenStore, type McpController, type ServerStatus } from '../../src/index.js';
-
-type ControllerOptions = Parameters<typeof createMcpController>[0];
+/** Shared bits of the auth tests: a controller for remote servers, waiting for a server's state by its events, the browser step of a sign-in. */
+import { MemoryTokenStore, type McpController, type ServerStatus } from '../../src/index.js';
+import { bareController } from '../helpers/bare-controller.js';
 
 /**
  * A controller for OAuth tests: no config files, no watcher, decisions and
  * tokens in memory, no process records, one connect attempt (a 401 rests in
  * `needs_auth` at once). `opts` overrides any of these.
  */
-export function authTestController(cwd: string, opts: Partial<ControllerOptions> = {}): McpController {
-  return createMcpController({
-    cwd,
-    sources: [],
-    watch: false,
-    approvals: new MemoryApprovalStore(),
-    processStateFile: false,
-    backoff: { attempts: 1 },
-    oauth: { tokenStore: new MemoryTokenStore() },
-    ...opts,
-  });
+export function authTestController(cwd: string, opts: Parameters<typeof bareController>[1] = {}): McpController {
+  return bareController(cwd, { backoff: { attempts: 1 }, oauth: { tokenStore: new MemoryTokenStore() }, ...opts });
+}
+
+/**
+ * What a browser does with an authorization URL: open it, follow the redirect
+ * to the loopback receiver (the fixtures' `/authorize` consents at once). An
+ * `onAuthorizationUrl` hook.
+ */
+export async function browser(_server: string, url: URL): Promise<void> {
+  const authorize = await fetch(url, { redirect: 'manual' });
+  const location = authorize.headers.get('location');
+  if (!location) throw new Error(`no redirect from ${url.href} (${authorize.status})`);
+  await (await fetch(location)).text();
 }
 
 /** The status row of `name`, if configured. */

@@ -7,11 +7,9 @@
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/main.js';
 import { fixturePath, cliBin } from '../helpers/fixtures.js';
-import { runCliCaptured } from '../helpers/cli.js';
+import { runCliCaptured, runCliOnTerminal, type CliRun } from '../helpers/cli.js';
 import { ptyAvailable, runInPty } from '../helpers/pty.js';
 
 const ws = realpathSync(mkdtempSync(join(tmpdir(), 'cli-elicit-')));
@@ -24,26 +22,11 @@ const argv = (tool: string) => ['call', `mcp__travel__${tool}`, '--cwd', ws, '--
  * Run `call` in-process on a fake terminal: each time stderr ends with one of
  * `answers`' prompts (matched in order), the answer is typed.
  */
-async function onTerminal(tool: string, answers: Array<[RegExp, string]>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdin = Object.assign(new PassThrough(), { isTTY: true, setRawMode: () => undefined });
-  let stdout = '';
-  let stderr = '';
+function onTerminal(tool: string, answers: Array<[RegExp, string]>): Promise<CliRun> {
   let next = 0;
-  const code = await runCli(argv(tool), {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: {
-      write: (s: string) => {
-        stderr += s;
-        // Answer once the prompt is on screen, as a person would.
-        while (next < answers.length && answers[next]![0].test(stderr)) stdin.write(`${answers[next++]![1]}\r`);
-      },
-    },
-    env,
-    cwd: ws,
-    stdin,
-    isTTY: true,
+  return runCliOnTerminal(argv(tool), env, ws, (stderr, type) => {
+    while (next < answers.length && answers[next]![0].test(stderr)) type(answers[next++]![1]);
   });
-  return { code, stdout, stderr };
 }
 
 describe('call with a tool that asks the user', () => {

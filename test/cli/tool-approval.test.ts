@@ -6,11 +6,9 @@
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/main.js';
 import { defaultWorkspaceStatePath } from '../../src/config/workspace-state.js';
-import { runCliCaptured } from '../helpers/cli.js';
+import { runCliCaptured, runCliOnTerminal, type CliRun } from '../helpers/cli.js';
 import { fixturePath } from '../helpers/fixtures.js';
 
 const ws = realpathSync(mkdtempSync(join(tmpdir(), 'cli-approval-')));
@@ -21,28 +19,15 @@ mkdirSync(join(ws, '.config', 'mcp-reconciler'), { recursive: true });
 writeFileSync(settings, JSON.stringify({ mcpServers: { a: { command: process.execPath, args: [fixturePath('basic-server')] } }, permissions: { ask: ['mcp__a__echo'] } }));
 const argv = (text: string) => ['call', 'mcp__a__echo', JSON.stringify({ text }), '--cwd', ws, '--approvals', join(ws, 'approvals.json')];
 
-async function onTerminal(text: string, answer: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdin = Object.assign(new PassThrough(), { isTTY: true, setRawMode: () => undefined });
-  let stdout = '';
-  let stderr = '';
+/** Run `call` in-process on a fake terminal, typing `answer` to the approval question. */
+function onTerminal(text: string, answer: string): Promise<CliRun> {
   let typed = false;
-  const code = await runCli(argv(text), {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: {
-      write: (s: string) => {
-        stderr += s;
-        if (!typed && /\[N\]o: $/.test(stderr)) {
-          typed = true;
-          stdin.write(`${answer}\r`);
-        }
-      },
-    },
-    env,
-    cwd: ws,
-    stdin,
-    isTTY: true,
+  return runCliOnTerminal(argv(text), env, ws, (stderr, type) => {
+    if (!typed && /\[N\]o: $/.test(stderr)) {
+      typed = true;
+      type(answer);
+    }
   });
-  return { code, stdout, stderr };
 }
 
 describe('call and permissions.ask', () => {

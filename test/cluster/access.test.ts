@@ -6,26 +6,12 @@
  * servers a session sees; a session belongs to its principal; Host and
  * Origin are checked against the allow-list.
  */
-import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { runCliCaptured } from '../helpers/cli.js';
+import { rawRequest as raw } from '../helpers/http.js';
 import { textOf } from '../gateway/support.js';
 import { ClusterFixture, PUBLIC_URL, type Replica } from './support.js';
-
-/** A raw HTTP request to `url` (so Host and Origin can be anything); status, headers, body. */
-function raw(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: init.method ?? 'GET', headers: init.headers ?? {} }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on('error', reject);
-    req.end(init.body);
-  });
-}
 
 const INIT = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
 const POST_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };

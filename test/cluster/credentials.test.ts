@@ -10,18 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
 import { textOf, type HttpConnected } from '../gateway/support.js';
 import { waitFor } from '../helpers/processes.js';
-import { authTestController, stateOf } from '../auth/support.js';
+import { authTestController, browser, stateOf } from '../auth/support.js';
 import { connectRedis, RedisTokenStore, seal, sealingKey, unseal, workspaceKeys } from '../../src/cluster/index.js';
 import { ClusterFixture } from './support.js';
 
 const SECRET = 's'.repeat(48);
-
-async function browser(_server: string, url: URL): Promise<void> {
-  const authorize = await fetch(url, { redirect: 'manual' });
-  const location = authorize.headers.get('location');
-  if (!location) throw new Error(`no redirect from ${url.href} (${authorize.status})`);
-  await (await fetch(location)).text();
-}
 
 describe('serve --cluster: OAuth credentials in Redis', () => {
   const fx = new ClusterFixture();

@@ -5,23 +5,17 @@
  * holder's row names the singleton it holds, and the lease table names the
  * holder, its URL and token; a lease that moves is followed live.
  */
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserTestSkipReason, findChromium } from '../helpers/chromium.js';
-import { waitFor } from '../helpers/processes.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { browserTestSkipReason } from '../helpers/chromium.js';
 import { textOf } from '../gateway/support.js';
-import { ClusterFixture, StatusUi, type Replica } from './support.js';
+import { ClusterFixture, dashboardPage, type Replica } from './support.js';
 
 const skipReason = browserTestSkipReason();
 if (skipReason) console.warn(`\n[cluster dashboard-leases.browser.test] SKIPPED: ${skipReason}\n`);
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'];
-
 describe.skipIf(skipReason !== undefined)('status --cluster --ui: singleton lease holders', () => {
   const fx = new ClusterFixture();
-  let ui: StatusUi | undefined;
-  let browser: Browser | undefined;
-  let page: Page;
+  const dashboard = dashboardPage(fx);
   let a: Replica;
   let b: Replica;
   const env = { MCP_RECONCILER_LEASE_MS: '2000' };
@@ -34,22 +28,11 @@ describe.skipIf(skipReason !== undefined)('status --cluster --ui: singleton leas
     const onA = await a.open('?servers=s');
     expect(textOf(await onA.client.callTool({ name: 'mcp__s__echo', arguments: { text: 'x' } }))).toBe('x');
     await a.serve.fromStderr(/(this replica holds the lease \(token \d+\))/, "A's lease", 60_000);
-    browser = await chromium.launch({ executablePath: findChromium()!, args: CHROMIUM_ARGS });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   }, 240_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    await ui?.kill();
-    expect(await fx.stop(), 'processes left behind').toBe(0);
-  });
-
   it("shows the holder on its replica's row and in the lease table, and follows the lease when it moves", async () => {
-    ui = new StatusUi(fx);
-    const url = await ui.url();
-    expect(url, ui.stderr).toBeDefined();
-    await page.goto(url!);
-    const row = (r: Replica) => page.locator(`tr:has(td:nth-child(4):text-is("${r.serve.child.pid}"))`);
+    const ui = await dashboard.open();
+    const { page, row } = dashboard;
     const lease = page.locator('tr[data-singleton="s"]');
     await row(a).waitFor({ timeout: 60_000 });
     await lease.waitFor({ timeout: 60_000 });
@@ -71,8 +54,6 @@ describe.skipIf(skipReason !== undefined)('status --cluster --ui: singleton leas
     await expect.poll(() => lease.locator('.holder').textContent(), { timeout: 60_000 }).toBe(idB);
     expect(Number(await lease.locator('.token').textContent())).toBeGreaterThan(token);
 
-    ui.child.kill('SIGTERM');
-    await waitFor(() => ui!.child.exitCode !== null, 'status --cluster --ui to stop', 30_000);
-    expect(ui.child.exitCode, ui.stderr).toBe(0);
+    expect(await ui.stop(), ui.stderr).toBe(0);
   }, 240_000);
 });

@@ -5,22 +5,16 @@
  * replicas with their sessions in all and per principal, and drops a
  * replica that stops, live.
  */
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserTestSkipReason, findChromium } from '../helpers/chromium.js';
-import { waitFor } from '../helpers/processes.js';
-import { ClusterFixture, StatusUi, type Replica } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { browserTestSkipReason } from '../helpers/chromium.js';
+import { ClusterFixture, dashboardPage, type Replica } from './support.js';
 
 const skipReason = browserTestSkipReason();
 if (skipReason) console.warn(`\n[cluster dashboard.browser.test] SKIPPED: ${skipReason}\n`);
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'];
-
 describe.skipIf(skipReason !== undefined)('status --cluster --ui: the cluster dashboard', () => {
   const fx = new ClusterFixture();
-  let ui: StatusUi | undefined;
-  let browser: Browser | undefined;
-  let page: Page;
+  const dashboard = dashboardPage(fx);
   let a: Replica;
   let b: Replica;
 
@@ -32,23 +26,11 @@ describe.skipIf(skipReason !== undefined)('status --cluster --ui: the cluster da
     await a.open();
     await a.open('', await fx.idp.token('bob'));
     await b.open();
-    browser = await chromium.launch({ executablePath: findChromium()!, args: CHROMIUM_ARGS });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   }, 180_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    await ui?.kill();
-    expect(await fx.stop(), 'processes left behind').toBe(0);
-  });
-
   it('lists the live replicas with their sessions per principal, and drops one that stops', async () => {
-    ui = new StatusUi(fx);
-    const url = await ui.url();
-    expect(url, ui.stderr).toBeDefined();
-
-    await page.goto(url!);
-    const row = (r: Replica) => page.locator(`tr:has(td:nth-child(4):text-is("${r.serve.child.pid}"))`);
+    const ui = await dashboard.open();
+    const { page, row } = dashboard;
     await row(a).waitFor({ timeout: 30_000 });
     await row(b).waitFor({ timeout: 30_000 });
     // Sessions per replica and per principal, as the replicas announce them.
@@ -66,8 +48,6 @@ describe.skipIf(skipReason !== undefined)('status --cluster --ui: the cluster da
     expect(await page.locator('.stat[data-kind="replicas"] .n').textContent()).toBe('1');
     await row(a).waitFor();
 
-    ui.child.kill('SIGTERM');
-    await waitFor(() => ui!.child.exitCode !== null, 'status --cluster --ui to stop', 30_000);
-    expect(ui.child.exitCode, ui.stderr).toBe(0);
+    expect(await ui.stop(), ui.stderr).toBe(0);
   }, 180_000);
 });

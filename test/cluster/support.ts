@@ -10,6 +10,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { launchChromium } from '../helpers/chromium.js';
 import { runCliCaptured } from '../helpers/cli.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 import { waitFor } from '../helpers/processes.js';
@@ -177,10 +180,61 @@ export class StatusUi {
     return url;
   }
 
+  /** SIGTERM it (an orderly stop) and wait for its exit; its exit code. */
+  async stop(): Promise<number | null> {
+    this.child.kill('SIGTERM');
+    await waitFor(() => this.child.exitCode !== null, 'status --cluster --ui to stop', 30_000);
+    return this.child.exitCode;
+  }
+
   /** SIGKILL it if it still runs, and wait for its exit. */
   async kill(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     this.child.kill('SIGKILL');
     await waitFor(() => this.child.exitCode !== null || this.child.signalCode !== null, 'the dashboard process to exit', 10_000).catch(() => undefined);
   }
+}
+
+/** Headless Chromium on the cluster's dashboard (`status --cluster --ui`). */
+export interface DashboardPage {
+  readonly page: Page;
+  /** Start `status --cluster --ui` and load its page; fails with its stderr when it exits without a URL. */
+  open(): Promise<StatusUi>;
+  /** The row of replica `r`, found by its process id. */
+  row(r: Replica): Locator;
+}
+
+/**
+ * A {@link DashboardPage} on `fx` for the tests of the enclosing block: the
+ * browser starts before them; after them it ends with the dashboard process,
+ * then `fx` stops and must leave no process behind.
+ */
+export function dashboardPage(fx: ClusterFixture): DashboardPage {
+  let browser: Browser | undefined;
+  let page: Page | undefined;
+  let ui: StatusUi | undefined;
+  beforeAll(async () => {
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await ui?.kill();
+    expect(await fx.stop(), 'processes left behind').toBe(0);
+  });
+  const dashboard: DashboardPage = {
+    get page() {
+      if (!page) throw new Error('the dashboard page is opened before the tests');
+      return page;
+    },
+    async open() {
+      ui = new StatusUi(fx);
+      const url = await ui.url();
+      if (url === undefined) throw new Error(`status --cluster --ui exited (${ui.child.exitCode}) before naming its URL: ${ui.stderr}`);
+      await dashboard.page.goto(url);
+      return ui;
+    },
+    row: (r) => dashboard.page.locator(`tr:has(td:nth-child(4):text-is("${r.serve.child.pid}"))`),
+  };
+  return dashboard;
 }

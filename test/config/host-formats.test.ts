@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCliCaptured } from '../helpers/cli.js';
+import { tempDirAll } from '../helpers/temp-dir.js';
 
 interface Row {
   name: string;
@@ -343,49 +344,43 @@ describe('windsurf: serverUrl, ${env:X}, disabledTools', () => {
 });
 
 describe('default preset and --config', () => {
-  let plain: string;
-  beforeAll(async () => {
-    plain = await mkdtemp(join(tmpdir(), 'mcpr-formats-plain-'));
-  });
-  afterAll(async () => {
-    await rm(plain, { recursive: true, force: true });
-  });
+  const plain = tempDirAll('mcpr-formats-plain-');
 
   it('--config FILE with no preset reads mcpServers, and says why `servers` is not read', async () => {
-    const file = await put(join(plain, 'extra.json'), JSON.stringify({ mcpServers: { a: { command: 'node' } }, servers: { b: { command: 'node' } } }));
-    const { by, doc } = await desired(['--config', file], {}, plain);
+    const file = await put(join(plain.path, 'extra.json'), JSON.stringify({ mcpServers: { a: { command: 'node' } }, servers: { b: { command: 'node' } } }));
+    const { by, doc } = await desired(['--config', file], {}, plain.path);
     expect(Object.keys(by)).toEqual(['a']);
     expect(doc.issues.find((i) => i.field === undefined && i.message.includes('`servers`'))?.severity).toBe('warning');
   });
 
   it('--config-format vscode reads the `servers` key of the same file', async () => {
-    const file = join(plain, 'extra.json');
-    const { by } = await desired(['--config', file, '--config-format', 'vscode'], {}, plain);
+    const file = join(plain.path, 'extra.json');
+    const { by } = await desired(['--config', file, '--config-format', 'vscode'], {}, plain.path);
     expect(Object.keys(by)).toEqual(['b']);
   });
 
   it('a VS Code-shaped file (servers + inputs) is read as VS Code reads it', async () => {
-    const file = await put(join(plain, 'shaped.json'), JSON.stringify({ inputs: [], servers: { v: { command: 'node', args: ['${FMT_UNSET}'] } } }));
-    const { by } = await desired(['--config', file], {}, plain);
+    const file = await put(join(plain.path, 'shaped.json'), JSON.stringify({ inputs: [], servers: { v: { command: 'node', args: ['${FMT_UNSET}'] } } }));
+    const { by } = await desired(['--config', file], {}, plain.path);
     expect(by.v!.config.args).toEqual(['']);
   });
 
   it('a file named like a host file is read in that host format', async () => {
-    const file = await put(join(plain, 'claude_desktop_config.json'), JSON.stringify({ mcpServers: { d: { command: 'node', args: ['${FMT_SET}'] } } }));
-    const { by } = await desired(['--config', file], { FMT_SET: 'val' }, plain);
+    const file = await put(join(plain.path, 'claude_desktop_config.json'), JSON.stringify({ mcpServers: { d: { command: 'node', args: ['${FMT_SET}'] } } }));
+    const { by } = await desired(['--config', file], { FMT_SET: 'val' }, plain.path);
     expect(by.d!.config.args).toEqual(['${FMT_SET}']);
   });
 
   it('the default format keeps the named error for an unset ${VAR}', async () => {
-    const file = await put(join(plain, 'unset.json'), JSON.stringify({ mcpServers: { x: { command: 'node', args: ['${FMT_UNSET}'] } } }));
-    const { by, doc } = await desired(['--config', file], {}, plain);
+    const file = await put(join(plain.path, 'unset.json'), JSON.stringify({ mcpServers: { x: { command: 'node', args: ['${FMT_UNSET}'] } } }));
+    const { by, doc } = await desired(['--config', file], {}, plain.path);
     expect(by.x).toBeUndefined();
     expect(issueOf(doc, 'x')).toMatchObject({ code: 'config_unset_variable', field: 'args[0]' });
     expect(issueOf(doc, 'x')!.message).toContain('${FMT_UNSET} is not set and has no default');
   });
 
   it('an unknown --format is a usage error naming the valid ones', async () => {
-    const r = await runCliCaptured(['config', '--cwd', plain, '--config-format', 'emacs'], { HOME: home, PATH: process.env.PATH }, plain);
+    const r = await runCliCaptured(['config', '--cwd', plain.path, '--config-format', 'emacs'], { HOME: home, PATH: process.env.PATH }, plain.path);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/unknown format "emacs"\nhint: use one of: default, claude-code/);
   });

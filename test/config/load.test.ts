@@ -1,9 +1,9 @@
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadSource, parseSourceText } from '../../src/config/load.js';
 import type { ConfigSource } from '../../src/config/sources.js';
+import { tempDirAll } from '../helpers/temp-dir.js';
 
 const json = (path = '/ws/.mcp.json'): ConfigSource => ({ scope: 'project', path });
 const yml: ConfigSource = { scope: 'workspace', path: '/ws/.app/mcp.servers.yml' };
@@ -231,28 +231,22 @@ describe('parseSourceText: settings', () => {
 });
 
 describe('loadSource', () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'mcpr-load-'));
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const tmp = tempDirAll('mcpr-load-');
 
   it('a missing file is exists: false with no issue', async () => {
-    const r = await loadSource({ scope: 'user', path: join(dir, 'nope.json') }, {});
+    const r = await loadSource({ scope: 'user', path: join(tmp.path, 'nope.json') }, {});
     expect(r).toMatchObject({ exists: false, fatal: false, servers: {}, issues: [] });
   });
 
   it('reads a file from disk by extension', async () => {
-    const file = join(dir, 'servers.yaml');
+    const file = join(tmp.path, 'servers.yaml');
     await writeFile(file, 'servers:\n  y:\n    command: node\n');
     const r = await loadSource({ scope: 'workspace', path: file }, {});
     expect(r).toMatchObject({ exists: true, fatal: false, servers: { y: { type: 'stdio', command: 'node' } } });
   });
 
   it('an unreadable path (a directory) is fatal, not a throw', async () => {
-    const sub = join(dir, 'adir.json');
+    const sub = join(tmp.path, 'adir.json');
     await mkdir(sub);
     const r = await loadSource({ scope: 'user', path: sub }, {});
     expect(r.fatal).toBe(true);

@@ -8,7 +8,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createMcpController, MemoryApprovalStore, MemoryTokenStore, type McpController } from '../../src/index.js';
+import { MemoryTokenStore, type McpController } from '../../src/index.js';
+import { bareController } from '../helpers/bare-controller.js';
 import { startHttpFixture, type HttpFixture } from '../fixtures/http-fixture.js';
 
 /** The helper: bumps a counter file and prints `Authorization: Bearer tok-<count>`. */
@@ -51,15 +52,7 @@ describe('headersHelper with a token that expires mid-session', () => {
   const runs = (): number => Number(readFileSync(join(dir, 'runs'), 'utf8'));
 
   it('runs the helper again on a 401 and retries the call; the server stays connected', async () => {
-    controller = createMcpController({
-      cwd: dir,
-      sources: [],
-      watch: false,
-      approvals: new MemoryApprovalStore(),
-      processStateFile: false,
-      listingCache: false,
-      oauth: { tokenStore: new MemoryTokenStore() },
-    });
+    controller = bareController(dir, { listingCache: false, oauth: { tokenStore: new MemoryTokenStore() } });
     await controller.addRuntimeServer('remote', { type: 'http', url: fixture.url, headersHelper: `${JSON.stringify(process.execPath)} helper.cjs` });
     await controller.start();
     const before = controller.status().find((s) => s.name === 'remote')!;

@@ -11,7 +11,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
-import { createMcpController, MemoryApprovalStore, type McpController } from '../../src/index.js';
+import type { McpController } from '../../src/index.js';
+import { bareController } from '../helpers/bare-controller.js';
 import { createHeaderToolsServer, INVALID_HEADER_NAME } from '../fixtures/v2-header-tools.js';
 import { startV2HttpFixture, type V2HttpFixture } from '../fixtures/v2-http-fixture.js';
 
@@ -26,16 +27,7 @@ describe('Mcp-Param headers (2026-07-28, streamable HTTP)', () => {
     consoleWarn = vi.spyOn(console, 'warn');
     dir = mkdtempSync(join(tmpdir(), 'mcp-param-headers-'));
     fixture = await startV2HttpFixture({ legacy: 'reject', server: createHeaderToolsServer });
-    c = createMcpController({
-      cwd: dir,
-      sources: [],
-      watch: false,
-      approvals: new MemoryApprovalStore(),
-      processStateFile: false,
-      listingCache: false,
-      backoff: { attempts: 1 },
-      logger: { warn: (m) => warnings.push(m), error: () => {} },
-    });
+    c = bareController(dir, { listingCache: false, backoff: { attempts: 1 }, logger: { warn: (m) => warnings.push(m), error: () => {} } });
     await c.addRuntimeServer('hdr', { type: 'http', url: fixture.url, protocol: '2026-07-28' });
     await c.start();
   }, 120_000);

@@ -27,6 +27,20 @@ function stderrOf(child: ChildProcess): () => string {
   return () => text;
 }
 
+/**
+ * A launcher (the wrapper fixture, which forwards no signal) whose child, the
+ * real server, ignores SIGTERM; resolves once that grandchild is ready, with
+ * the grandchildren's PIDs (checked for survivors after the file).
+ */
+async function launcherOfStubbornServer(t: ProcessTracker): Promise<{ wrapper: ChildProcess; grandchildren: number[] }> {
+  const wrapper = t.spawn(process.execPath, [fixturePath('wrapper'), 'ignore-sigterm-server']);
+  const stderr = stderrOf(wrapper);
+  await waitFor(() => stderr().includes('ignore-sigterm-server: ready'), 'the grandchild to be ready');
+  const grandchildren = descendantsOf(wrapper.pid!);
+  extraPids.push(...grandchildren);
+  return { wrapper, grandchildren };
+}
+
 afterAll(async () => {
   await expectNoSurvivors(trackers, extraPids);
   rmSync(tmp, { recursive: true, force: true });
@@ -49,23 +63,15 @@ describe('ProcessTracker', () => {
 
   it('kills the grandchild a launcher started, although the launcher forwards no signal', async () => {
     const t = tracker();
-    const wrapper = t.spawn(process.execPath, [fixturePath('wrapper'), 'ignore-sigterm-server']);
-    const stderr = stderrOf(wrapper);
-    await waitFor(() => stderr().includes('ignore-sigterm-server: ready'), 'the grandchild to be ready');
-    const grandchildren = descendantsOf(wrapper.pid!);
+    const { wrapper, grandchildren } = await launcherOfStubbornServer(t);
     expect(grandchildren.length).toBeGreaterThan(0);
-    extraPids.push(...grandchildren);
     await t.killTree(wrapper.pid!);
     expect([wrapper.pid!, ...grandchildren].filter(pidAlive)).toEqual([]);
   });
 
   it('still kills the group when its leader is already gone', async () => {
     const t = tracker();
-    const wrapper = t.spawn(process.execPath, [fixturePath('wrapper'), 'ignore-sigterm-server']);
-    const stderr = stderrOf(wrapper);
-    await waitFor(() => stderr().includes('ignore-sigterm-server: ready'), 'the grandchild to be ready');
-    const grandchildren = descendantsOf(wrapper.pid!);
-    extraPids.push(...grandchildren);
+    const { wrapper, grandchildren } = await launcherOfStubbornServer(t);
     // Killing only the launcher orphans the real server: the reason groups exist.
     process.kill(wrapper.pid!, 'SIGKILL');
     await waitFor(() => wrapper.exitCode !== null || wrapper.signalCode !== null, 'the wrapper to exit');

@@ -1,30 +1,13 @@
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import type { ConnectOptions } from '../../src/connection/connect.js';
-import { ProcessTracker } from '../../src/connection/processes.js';
+import { describe, expect, it } from 'vitest';
 import { desiredServer, modulePath } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
-import { connectionCollector, eventLog, expectNoSurvivors, firstText } from './support.js';
+import { connectionsInTempDir, eventLog, firstText } from './support.js';
 import { freePort } from '../helpers/ports.js';
 
-const tracker = new ProcessTracker({ graceMs: 1_000 });
-const { connect, closeAll } = connectionCollector();
-const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'mcp-published-')));
+const { tracker, connect, options, cwd: tmp } = connectionsInTempDir('mcp-published-', 1_000);
 const everything = modulePath('@modelcontextprotocol/server-everything/dist/index.js');
-
-function options(extra: Partial<ConnectOptions> = {}): ConnectOptions {
-  return { generation: 1, tracker, cwd: tmp, ...extra };
-}
-
-
-
-afterAll(async () => {
-  await closeAll();
-  await expectNoSurvivors([tracker]);
-  rmSync(tmp, { recursive: true, force: true });
-});
 
 describe('@modelcontextprotocol/server-everything', () => {
   it('connects over stdio with the tools it registers after initialize', async () => {

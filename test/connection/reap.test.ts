@@ -16,6 +16,7 @@ import { ProcessTracker } from '../../src/connection/processes.js';
 import { fixturePath, repoRoot, stdioFixtureConfig } from '../helpers/fixtures.js';
 import { descendantsOf, endTestProcesses, killGroupOrPid, pidAlive, recordedTempDir, waitFor } from '../helpers/processes.js';
 import { WATCHDOG_NAME } from '../../src/connection/watchdog.js';
+import { startHostScript } from './support.js';
 
 const isUnix = process.platform !== 'win32';
 const controllerModule = pathToFileURL(resolve(repoRoot, 'dist/src/controller/controller.js')).href;
@@ -44,15 +45,9 @@ async function startHost(root: string, stateFile: string): Promise<{ host: Child
     console.log(JSON.stringify(c.pids()));
     setInterval(() => {}, 1000);
   `;
-  const host = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-  hosts.push(host);
-  let out = '';
-  let err = '';
-  host.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  host.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  await waitFor(() => out.includes(']') || host.exitCode !== null, 'the host to report its server', 20_000);
-  const [serverPid] = JSON.parse(out.trim().split('\n').at(-1) ?? '[]') as number[];
-  if (serverPid === undefined) throw new Error(`host reported no server (exit ${host.exitCode}): ${err}`);
+  const { host, report, stderr } = await startHostScript<number[]>(script, hosts, { what: 'the host to report its server', timeoutMs: 20_000 });
+  const [serverPid] = report;
+  if (serverPid === undefined) throw new Error(`host reported no server (exit ${host.exitCode}): ${stderr()}`);
   pids.push(serverPid);
   return { host, serverPid };
 }

@@ -5,31 +5,13 @@
  * `resources/updated` surfaced as an event. Real servers: the resource
  * fixture and the published server-everything.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import type { ConnectOptions } from '../../src/connection/connect.js';
-import { ProcessTracker } from '../../src/connection/processes.js';
+import { describe, expect, it } from 'vitest';
 import { desiredServer, modulePath, stdioFixture } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
-import { connectionCollector, eventLog, expectNoSurvivors, firstText } from './support.js';
+import { connectionsInTempDir, eventLog, firstText } from './support.js';
 import { resourceText } from './resource-support.js';
 
-const tracker = new ProcessTracker({ graceMs: 500 });
-const cwd = mkdtempSync(join(tmpdir(), 'mcp-resources-'));
-const { connect, closeAll } = connectionCollector();
-
-function options(extra: Partial<ConnectOptions> = {}): ConnectOptions {
-  return { generation: 1, tracker, cwd, ...extra };
-}
-
-afterAll(async () => {
-  await closeAll();
-  await expectNoSurvivors([tracker]);
-  rmSync(cwd, { recursive: true, force: true });
-});
-
+const { connect, options } = connectionsInTempDir('mcp-resources-', 500);
 
 describe('resources on a connection', () => {
   it('lists resources and templates at connect, reads both, and says it can subscribe', async () => {

@@ -1,7 +1,11 @@
-/** Shared bits of the connection tests: event capture and the no-orphans check. */
-import { expect } from 'vitest';
-import { openConnection, type ConnectionEvent, type LiveConnection } from '../../src/connection/connect.js';
-import type { ProcessTracker } from '../../src/connection/processes.js';
+/** Shared bits of the connection tests: event capture, the no-orphans check, a file's connections and their cleanup, host processes. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect } from 'vitest';
+import { openConnection, type ConnectionEvent, type ConnectOptions, type LiveConnection } from '../../src/connection/connect.js';
+import { ProcessTracker } from '../../src/connection/processes.js';
 import { McpReconcilerError } from '../../src/errors.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
 import { rejection } from '../helpers/results.js';
@@ -52,4 +56,42 @@ export function connectionCollector(): { connect: typeof openConnection; closeAl
       await Promise.all(connections.map((c) => c.close()));
     },
   };
+}
+
+/**
+ * The set-up of a test file whose servers run in a temp directory of its own
+ * (`<prefix>…`, its real path): their tracker (`graceMs` before SIGKILL),
+ * `connect` remembering every connection, the options each connect takes, and
+ * an `afterAll` that closes the connections, fails the file on a survivor and
+ * removes the directory. Call once at the top of the file.
+ */
+export function connectionsInTempDir(prefix: string, graceMs: number) {
+  const tracker = new ProcessTracker({ graceMs });
+  const { connect, closeAll } = connectionCollector();
+  const cwd = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+  const options = (extra: Partial<ConnectOptions> = {}): ConnectOptions => ({ generation: 1, tracker, cwd, ...extra });
+  afterAll(async () => {
+    await closeAll();
+    await expectNoSurvivors([tracker]);
+    rmSync(cwd, { recursive: true, force: true });
+  });
+  return { tracker, connect, options, cwd };
+}
+
+/**
+ * Run `script` (an ES module) as a host process of its own, pushed on `hosts`
+ * for the test's cleanup, and wait for the line it prints on stdout when its
+ * servers run: that line, parsed as JSON. A host that exits first fails with
+ * its stderr.
+ */
+export async function startHostScript<T>(script: string, hosts: ChildProcess[], wait: { cwd?: string; what: string; timeoutMs: number }): Promise<{ host: ChildProcess; report: T; stderr: () => string }> {
+  const host = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: wait.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  hosts.push(host);
+  let out = '';
+  let err = '';
+  host.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  host.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  await waitFor(() => out.includes('\n') || host.exitCode !== null, wait.what, wait.timeoutMs);
+  if (!out.includes('\n')) throw new Error(`the host exited (${host.exitCode}) before it reported: ${err}`);
+  return { host, report: JSON.parse(out.trim().split('\n').at(-1)!) as T, stderr: () => err };
 }

@@ -4,7 +4,7 @@
  * needed; an orderly dispose leaves no watchdog. Real host processes running
  * the published package, real fixture servers.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ import { createMcpController, type McpController } from '../../src/controller/co
 import { WATCHDOG_NAME } from '../../src/connection/watchdog.js';
 import { fixturePath, repoRoot } from '../helpers/fixtures.js';
 import { descendantsOf, endTestProcesses, killGroupOrPid, pidAlive, recordedTempDir, waitFor } from '../helpers/processes.js';
+import { startHostScript } from './support.js';
 
 const isLinux = process.platform === 'linux';
 
@@ -76,15 +77,7 @@ async function startHost(root: string): Promise<{ host: ChildProcess; report: { 
     console.log(JSON.stringify({ pids: c.pids(), statusPids: c.status().map((s) => s.pid) }));
     setInterval(() => {}, 1000);
   `;
-  const host = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
-  hosts.push(host);
-  let out = '';
-  let err = '';
-  host.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  host.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  await waitFor(() => out.includes('\n') || host.exitCode !== null, 'the host to report its servers', 30_000);
-  if (!out.includes('\n')) throw new Error(`the host exited (${host.exitCode}): ${err}`);
-  const report = JSON.parse(out.trim().split('\n').at(-1)!) as { pids: number[]; statusPids: number[] };
+  const { host, report } = await startHostScript<{ pids: number[]; statusPids: number[] }>(script, hosts, { cwd: repoRoot, what: 'the host to report its servers', timeoutMs: 30_000 });
   pids.push(...report.pids);
   return { host, report };
 }

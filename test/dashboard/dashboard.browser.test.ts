@@ -4,33 +4,22 @@
  * fail, or are disabled, and project `.mcp.json` servers that wait for
  * approval. Set UPDATE_SCREENSHOT=1 to rewrite docs/dashboard.png.
  */
-import { request } from 'node:http';
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMcpController, type McpController } from '../../src/controller/controller.js';
 import type { ServerStateName } from '../../src/controller/types.js';
 import { startDashboard, type Dashboard } from '../../src/dashboard/server.js';
 import { fixturePath, repoRoot } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
-import { browserTestSkipReason, findChromium } from '../helpers/chromium.js';
+import { rawRequest, type RawReply } from '../helpers/http.js';
+import { browserTestSkipReason, launchChromium } from '../helpers/chromium.js';
 import { startOAuthFixture } from '../fixtures/oauth-fixture.js';
 
 const skipReason = browserTestSkipReason();
 if (skipReason) console.warn(`\n[dashboard.browser.test] SKIPPED: ${skipReason}\n`);
-
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 /** The chart node the page must highlight for a public state (the machine nests the live states under `live`). */
 function chartNodeOf(state: ServerStateName): string {
@@ -89,9 +78,7 @@ beforeAll(async () => {
   });
   await controller.start();
   dashboard = await startDashboard(controller);
-  const executablePath = findChromium();
-  if (!executablePath) throw new Error('Chromium is required here (CI): install it with `apt-get install chromium` or set CHROMIUM_PATH');
-  browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1440, height: 1000 }, deviceScaleFactor: 1 });
   page.on('request', (r) => pageRequests.push(`${r.method()} ${new URL(r.url()).pathname}`));
 });
@@ -106,19 +93,9 @@ afterAll(async () => {
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
-/** A raw HTTP request, so the Host header can be anything. */
-function raw(opts: { method?: string; path: string; headers?: Record<string, string>; body?: string }): Promise<{ status: number; body: string }> {
-  const { port } = new URL(dashboard.url);
-  return new Promise((resolvePromise, reject) => {
-    const req = request({ host: '127.0.0.1', port: Number(port), method: opts.method ?? 'GET', path: opts.path, headers: opts.headers }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end(opts.body);
-  });
+/** A raw HTTP request to the dashboard's `opts.path`, so the Host header can be anything. */
+function raw(opts: { method?: string; path: string; headers?: Record<string, string>; body?: string }): Promise<RawReply> {
+  return rawRequest(new URL(opts.path, dashboard.url).href, opts);
 }
 
 async function currentNode(server: string): Promise<string[]> {

@@ -13,6 +13,7 @@ import { createMcpController, type McpController } from '../../src/controller/co
 import { startDashboard, type Dashboard } from '../../src/dashboard/server.js';
 import { isLoopbackHost, isSameOrigin, tokenMatches } from '../../src/dashboard/security.js';
 import { hasCode } from '../../src/errors.js';
+import { rawRequest, type RawReply } from '../helpers/http.js';
 
 let tmp: string;
 let controller: McpController;
@@ -40,23 +41,9 @@ afterAll(async () => {
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
-interface Reply {
-  status: number;
-  headers: IncomingMessage['headers'];
-  body: string;
-}
-
-function call(path: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: Number(new URL(dashboard.url).port), path, method: opts.method ?? 'GET', headers: { host, ...opts.headers } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on('error', reject);
-    req.end(opts.body);
-  });
+/** A request to the dashboard's `path`, with its Host unless `opts.headers` names another. */
+function call(path: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawReply> {
+  return rawRequest(new URL(path, dashboard.url).href, { ...opts, headers: { host, ...opts.headers } });
 }
 
 const withToken = (path: string) => `${path}${path.includes('?') ? '&' : '?'}token=${encodeURIComponent(dashboard.token)}`;

@@ -1,10 +1,11 @@
 /**
- * Where the browser tests find Chromium. They use the system's browser (never
- * a downloaded one): `$CHROMIUM_PATH`, then the usual install locations, then
- * `chromium` on PATH.
+ * Where the browser tests find Chromium, and how they start it. They use the
+ * system's browser (never a downloaded one): `$CHROMIUM_PATH`, then the usual
+ * install locations, then `chromium` on PATH.
  */
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
 
 const KNOWN = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/snap/bin/chromium'];
 
@@ -40,4 +41,14 @@ export function browserTestSkipReason(env: NodeJS.ProcessEnv = process.env): str
   if (findChromium(env)) return undefined;
   if (env.CI && env.CI !== 'false' && env.CI !== '0') return undefined;
   return 'no Chromium on this machine: install it (Debian/Ubuntu: `sudo apt-get install chromium`) or point CHROMIUM_PATH at one, then run `npx vitest run test/dashboard`; CI always runs this test';
+}
+
+/** Headless, and quiet: no sandbox (containers), no GPU, and nothing sent off the machine (updates, sync, QUIC probes). */
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'];
+
+/** Launch this machine's Chromium headless; fails saying how to install one when there is none. */
+export function launchChromium(): Promise<Browser> {
+  const executablePath = findChromium();
+  if (!executablePath) throw new Error('Chromium is required here (CI): install it with `apt-get install chromium` or set CHROMIUM_PATH');
+  return chromium.launch({ executablePath, args: CHROMIUM_ARGS });
 }

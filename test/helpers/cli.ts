@@ -1,3 +1,4 @@
+import { PassThrough } from 'node:stream';
 import { runCli } from '../../src/cli/main.js';
 
 /** What one in-process CLI run printed, and its exit code. */
@@ -16,6 +17,37 @@ export async function runCliCaptured(argv: string[], env: NodeJS.ProcessEnv, cwd
     stderr: { write: (s: string) => (stderr += s) },
     env,
     cwd,
+  });
+  return { code, stdout, stderr };
+}
+
+/**
+ * Run the CLI in-process on a fake terminal (stdin and stdout are TTYs). After
+ * each write to stderr, `onStderr` sees all of stderr so far and may `type`
+ * answers, each sent with Enter, as a person would once a prompt is on screen.
+ */
+export async function runCliOnTerminal(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  onStderr: (stderr: string, type: (answer: string) => void) => void,
+): Promise<CliRun> {
+  const stdin = Object.assign(new PassThrough(), { isTTY: true, setRawMode: () => undefined });
+  const type = (answer: string): void => void stdin.write(`${answer}\r`);
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: {
+      write: (s: string) => {
+        stderr += s;
+        onStderr(stderr, type);
+      },
+    },
+    env,
+    cwd,
+    stdin,
+    isTTY: true,
   });
   return { code, stdout, stderr };
 }
