@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { expandServerConfig, expandString } from '../../src/config/expand.js';
+import type { ServerConfig } from '../../machines/types.js';
 
 describe('expandString', () => {
   const env = { HOME: '/home/u', EMPTY: '', PORT: '8080' };
@@ -33,30 +34,21 @@ describe('expandString', () => {
 
 describe('expandServerConfig', () => {
   it('expands command, args, env, url, headers and cwd, and nothing else', () => {
-    const { config, missing } = expandServerConfig(
-      {
-        type: 'stdio',
-        command: '${BIN}',
-        args: ['--port', '${PORT:-9}'],
-        env: { TOKEN: '${TOKEN}' },
-        url: 'http://${HOST}/mcp',
-        headers: { Authorization: 'Bearer ${TOKEN}' },
-        cwd: '${HOME}',
-        description: '${TOKEN}',
-      },
-      { env: { BIN: 'node', TOKEN: 't0k', HOST: 'h', HOME: '/h' } },
-    );
+    // Each field as written and as expanded.
+    const fields: Record<string, [written: unknown, expanded: unknown]> = {
+      type: ['stdio', 'stdio'],
+      command: ['${BIN}', 'node'],
+      args: [['--port', '${PORT:-9}'], ['--port', '9']],
+      env: [{ TOKEN: '${TOKEN}' }, { TOKEN: 't0k' }],
+      url: ['http://${HOST}/mcp', 'http://h/mcp'],
+      headers: [{ Authorization: 'Bearer ${TOKEN}' }, { Authorization: 'Bearer t0k' }],
+      cwd: ['${HOME}', '/h'],
+      description: ['${TOKEN}', '${TOKEN}'],
+    };
+    const column = (i: 0 | 1): ServerConfig => Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v[i]])) as ServerConfig;
+    const { config, missing } = expandServerConfig(column(0), { env: { BIN: 'node', TOKEN: 't0k', HOST: 'h', HOME: '/h' } });
     expect(missing).toEqual([]);
-    expect(config).toEqual({
-      type: 'stdio',
-      command: 'node',
-      args: ['--port', '9'],
-      env: { TOKEN: 't0k' },
-      url: 'http://h/mcp',
-      headers: { Authorization: 'Bearer t0k' },
-      cwd: '/h',
-      description: '${TOKEN}',
-    });
+    expect(config).toEqual(column(1));
   });
 
   it('names the field of every unset variable', () => {
