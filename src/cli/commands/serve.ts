@@ -39,6 +39,8 @@ export interface ServeArgs {
   lazy: boolean;
   idleTimeoutMs: number | undefined;
   sessionIdleTimeoutMs: number | undefined;
+  /** `--max-sessions`: the HTTP gateway's cap on open sessions (docs/cluster.md's capacity model). */
+  maxSessions: number | undefined;
   separator: string | undefined;
   exposure: ToolExposure | undefined;
   /** `--cluster` and `--workspace-id` (docs/cluster.md). */
@@ -78,6 +80,22 @@ function httpUrl(v: CliContext['values'], key: string): string | undefined {
     // reported below
   }
   throw usage(`--${key} must be an http(s) URL, not ${JSON.stringify(String(raw))}`, `e.g. --${key} https://id.example.com${key === 'auth-jwks' ? '/.well-known/jwks.json' : key === 'public-url' ? '/mcp' : ''}`);
+}
+
+/** The most `--max-sessions` takes (a bound against typos: 100 000 sessions already take 5–16 GB, docs/cluster.md). */
+const MAX_SESSIONS_LIMIT = 100_000;
+
+/** `--max-sessions N`: a whole number from 1 to {@link MAX_SESSIONS_LIMIT}, with --http only. */
+function parseMaxSessions(v: CliContext['values'], http: boolean): number | undefined {
+  const raw = v['max-sessions'];
+  if (raw === undefined) return undefined;
+  if (!http) throw usage('--max-sessions applies to --http only', 'a stdio gateway serves one session; add --http, or drop --max-sessions');
+  const text = typeof raw === 'string' ? raw.trim() : '';
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 1 && n <= MAX_SESSIONS_LIMIT)) {
+    throw usage(`--max-sessions must be a whole number from 1 to ${MAX_SESSIONS_LIMIT}, not ${JSON.stringify(String(raw))}`, 'e.g. --max-sessions 2000 for a cluster replica (default 64)');
+  }
+  return n;
 }
 
 const EXPOSURE_MODES: readonly ToolExposureMode[] = ['all', 'search', 'auto'];
@@ -159,6 +177,7 @@ export function parseServeArgs(ctx: CliContext): ServeArgs {
   if (v['session-idle-timeout'] !== undefined && !http) {
     throw usage('--session-idle-timeout applies to --http only', 'a stdio session ends when its client closes stdin; add --http, or drop --session-idle-timeout');
   }
+  const maxSessions = parseMaxSessions(v, http);
   const cluster = parseCluster(v, http);
   const bind = typeof v.bind === 'string' ? v.bind.trim() : undefined;
   if (bind !== undefined) {
@@ -189,6 +208,7 @@ export function parseServeArgs(ctx: CliContext): ServeArgs {
     lazy: v.lazy === true,
     idleTimeoutMs: parseTimeoutMs(v, 'idle-timeout'),
     sessionIdleTimeoutMs: parseTimeoutMs(v, 'session-idle-timeout'),
+    maxSessions,
     separator: v.separator === undefined ? undefined : validateSeparator(typeof v.separator === 'string' ? v.separator : '', '--separator'),
     exposure: parseExposure(v),
   };
@@ -341,6 +361,7 @@ async function run(ctx: CliContext): Promise<number> {
         ...(args.token ? { token: args.token } : {}),
         ...(args.callTimeoutMs !== undefined ? { callTimeoutMs: args.callTimeoutMs } : {}),
         ...(args.sessionIdleTimeoutMs !== undefined ? { sessionIdleTimeoutMs: args.sessionIdleTimeoutMs } : {}),
+        ...(args.maxSessions !== undefined ? { maxSessions: args.maxSessions } : {}),
         onSession: (e) => {
           log(`session ${e.id} ${e.type === 'open' ? 'opened' : 'closed'}${e.type === 'open' && e.scope ? ` (servers: ${[...e.scope].join(', ') || 'none'})` : ''}${closeNote(e.reason)}`);
           // The session map is updated after this call returns.
@@ -441,6 +462,11 @@ export const serveCommand: CliCommand = {
       type: 'string',
       value: 'MS',
       help: 'HTTP: end a session with no request or open stream for MS (default 1800000, 30 min), releasing its servers',
+    },
+    'max-sessions': {
+      type: 'string',
+      value: 'N',
+      help: 'HTTP: at most N sessions open at once (default 64); a new one ends the least recently used idle session, or gets 503 when all are in use',
     },
     separator: { type: 'string', value: 'SEP', help: 'tool and prompt names mcp<SEP><server><SEP><tool> (default __; letters, digits, _ and - only)' },
     tools: { type: 'string', value: 'all|search|auto', help: 'all: list every tool (default); search: only search_tools + call_tool (found tools join the list); auto: all while under the caps, else pinned and most used tools + the search pair' },
