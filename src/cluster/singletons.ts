@@ -43,6 +43,8 @@ export interface SingletonsOptions {
   log: (line: string) => void;
   /** The cluster secret's announcement key: only announcements signed with it are forwarded to. */
   announcementKey?: Buffer;
+  /** The cluster secret's lease key: our leases are signed, and one that does not verify is taken over (docs/cluster-gaps.md). */
+  leaseKey?: Buffer;
   /** Told about an announcement that is not signed with the cluster secret. */
   untrusted?: (replica: string, why: string) => void;
 }
@@ -122,7 +124,7 @@ export class Singletons implements ServerPlacement {
     if (!e) {
       const actor = createActor(leaseMachine, { input: { server } });
       actor.start();
-      e = { lease: new ServerLease(this.options.redis, this.options.keys, server, this.options.replica, this.options.ttlMs), actor, token: undefined, heldUntil: 0, expiry: undefined, busy: undefined };
+      e = { lease: new ServerLease(this.options.redis, this.options.keys, server, this.options.replica, this.options.ttlMs, this.options.leaseKey), actor, token: undefined, heldUntil: 0, expiry: undefined, busy: undefined };
       this.entries.set(server, e);
     }
     return e;
@@ -184,6 +186,7 @@ export class Singletons implements ServerPlacement {
         e.token = r.token;
         this.extend(server, e, started);
         e.actor.send({ type: 'ACQUIRED', token: r.token });
+        if (r.tookOver) this.forged(server, r.tookOver.value, r.tookOver.trust);
         this.options.log(`singleton "${server}": this replica holds the lease (token ${r.token}); it runs here`);
         this.changed(server);
         return;
@@ -206,6 +209,19 @@ export class Singletons implements ServerPlacement {
     const row = this.controller?.status().find((r) => r.name === server);
     if (row && row.tools.length === 0) await this.controller?.reload().catch(() => undefined);
     if (before.placement !== 'remote' || before.token !== holder.token) this.options.log(`singleton "${server}": runs on replica ${holder.replica} (singleton lease, token ${holder.token})`);
+  }
+
+  /** Lease values that did not verify, already logged: one line per server and value. */
+  private readonly forgedSeen = new Set<string>();
+
+  private forged(server: string, value: string, trust: string): void {
+    const seen = `${server}\n${value}`;
+    if (this.forgedSeen.has(seen)) return;
+    this.forgedSeen.add(seen);
+    this.options.log(
+      `singleton "${server}": the lease in Redis (${JSON.stringify(value.slice(0, 80))}) is ${trust === 'unsigned' ? 'not signed' : 'not signed with this cluster\'s secret'} ` +
+        '(forged, or a replica without $MCP_RECONCILER_CLUSTER_SECRET or with another one): it counts as free, and this replica took it over',
+    );
   }
 
   private extend(server: string, e: Entry, from: number): void {
