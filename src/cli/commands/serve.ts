@@ -9,7 +9,7 @@ import { validateSeparator } from '../../gateway/naming.js';
 import type { StdioGateway } from '../../gateway/stdio.js';
 import type { HttpGateway, SessionCloseReason } from '../../gateway/http.js';
 import type { GatewayPool } from '../../gateway/pool.js';
-import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
+import { parseTimeoutMs, type CliCommand, type CliContext, type CliOption } from '../command.js';
 import { controllerOptionsFor } from '../controller-session.js';
 import { writeRaw } from '../output.js';
 import { untilStopped } from '../until-stopped.js';
@@ -128,23 +128,37 @@ function parseExposure(v: CliContext['values']): ToolExposure | undefined {
   return { mode: mode ?? 'auto', ...(maxTools !== undefined ? { maxTools } : {}), ...(maxToolTokens !== undefined ? { maxToolTokens } : {}) };
 }
 
-/** `--cluster REDIS` with `--workspace-id ID`: both or neither, and only with --http. */
-function parseCluster(v: CliContext['values'], http: boolean): ServeArgs['cluster'] {
+/** `--cluster REDIS` and `--workspace-id ID` as serve declares them; `auth`/`logout --cluster` take the same (docs/cluster-gaps.md). */
+export const clusterTargetOptions: Record<'cluster' | 'workspace-id', CliOption> = {
+  cluster: { type: 'string', value: 'REDIS', help: 'HTTP: one replica of a gateway sharing approvals (and more) in Redis: a redis:// URL or a unix socket path; needs --workspace-id (docs/cluster.md)' },
+  'workspace-id': { type: 'string', value: 'ID', help: 'with --cluster: the name every replica of this gateway shares in Redis' },
+};
+
+/** `--cluster REDIS` with `--workspace-id ID`: both or neither (`undefined`); usage errors name the one missing. */
+export function parseClusterTarget(v: CliContext['values']): { target: string; workspaceId: string } | undefined {
   const target = typeof v.cluster === 'string' ? v.cluster.trim() : undefined;
   const workspaceId = typeof v['workspace-id'] === 'string' ? v['workspace-id'].trim() : undefined;
-  const issuer = httpUrl(v, 'auth-issuer');
-  const jwksUrl = httpUrl(v, 'auth-jwks');
-  const publicUrl = httpUrl(v, 'public-url');
-  const replicaUrl = httpUrl(v, 'replica-url');
-  if (target === undefined && workspaceId === undefined) {
-    if (issuer || jwksUrl || publicUrl || replicaUrl) throw usage('--auth-issuer, --auth-jwks, --public-url and --replica-url apply to --cluster', 'without --cluster the gateway takes its shared access token');
-    return undefined;
-  }
-  if (!http) throw usage('--cluster applies to --http only', 'a clustered gateway serves many clients over HTTP: add --http');
+  if (target === undefined && workspaceId === undefined) return undefined;
   if (!target) throw usage('--workspace-id needs --cluster', 'add --cluster redis://HOST:6379 (or a unix socket path), the Redis every replica shares');
   if (!workspaceId) {
     throw usage('--cluster needs --workspace-id', 'name the workspace every replica of this gateway shares, e.g. --workspace-id team-tools (approvals and listings are kept under it)');
   }
+  return { target, workspaceId };
+}
+
+/** `--cluster REDIS` with `--workspace-id ID`: both or neither, and only with --http. */
+function parseCluster(v: CliContext['values'], http: boolean): ServeArgs['cluster'] {
+  const given = v.cluster !== undefined || v['workspace-id'] !== undefined;
+  const issuer = httpUrl(v, 'auth-issuer');
+  const jwksUrl = httpUrl(v, 'auth-jwks');
+  const publicUrl = httpUrl(v, 'public-url');
+  const replicaUrl = httpUrl(v, 'replica-url');
+  if (!given) {
+    if (issuer || jwksUrl || publicUrl || replicaUrl) throw usage('--auth-issuer, --auth-jwks, --public-url and --replica-url apply to --cluster', 'without --cluster the gateway takes its shared access token');
+    return undefined;
+  }
+  if (!http) throw usage('--cluster applies to --http only', 'a clustered gateway serves many clients over HTTP: add --http');
+  const { target, workspaceId } = parseClusterTarget(v)!;
   if (!issuer || !jwksUrl) {
     throw usage('--cluster needs --auth-issuer and --auth-jwks: a clustered gateway takes access tokens of your identity provider instead of one shared token', 'e.g. --auth-issuer https://id.example.com --auth-jwks https://id.example.com/.well-known/jwks.json (see docs/cluster.md)');
   }
@@ -471,8 +485,7 @@ export const serveCommand: CliCommand = {
     separator: { type: 'string', value: 'SEP', help: 'tool and prompt names mcp<SEP><server><SEP><tool> (default __; letters, digits, _ and - only)' },
     tools: { type: 'string', value: 'all|search|auto', help: 'all: list every tool (default); search: only search_tools + call_tool (found tools join the list); auto: all while under the caps, else pinned and most used tools + the search pair' },
     'max-tools': { type: 'string', value: 'N', help: 'auto: list every tool only while a session has at most N (e.g. 128 for VS Code, 40 for Cursor); implies --tools auto' },
-    cluster: { type: 'string', value: 'REDIS', help: 'HTTP: one replica of a gateway sharing approvals (and more) in Redis: a redis:// URL or a unix socket path; needs --workspace-id (docs/cluster.md)' },
-    'workspace-id': { type: 'string', value: 'ID', help: 'with --cluster: the name every replica of this gateway shares in Redis' },
+    ...clusterTargetOptions,
     'auth-issuer': { type: 'string', value: 'URL', help: "with --cluster: your identity provider's issuer; clients send its JWT access tokens (scope mcp:servers or mcp:server:<name>)" },
     'auth-jwks': { type: 'string', value: 'URL', help: "with --cluster: the identity provider's JWKS URL (its signing keys)" },
     'public-url': { type: 'string', value: 'URL', help: 'with --cluster: the URL clients reach the gateway at (the tokens\' audience; default the listening URL)' },
