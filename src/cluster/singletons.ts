@@ -16,10 +16,10 @@
 import { createActor, type ActorRefFrom } from 'xstate';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode as McpErrorCode, McpError, type CallToolResult, type GetPromptResult, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode as McpErrorCode, McpError, ResourceUpdatedNotificationSchema, type CallToolResult, type GetPromptResult, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { leaseMachine, leaseViewOf, type LeaseView } from '../../machines/lease.machine.js';
 import type { McpController } from '../controller/controller.js';
-import type { PlacedCall, PlacedPrompt, PlacedRead, PlacedRequest, ServerPlacement } from '../gateway/pool.js';
+import type { PlacedCall, PlacedPrompt, PlacedRead, PlacedRequest, PlacedSubscribe, ServerPlacement } from '../gateway/pool.js';
 import { FORWARDED_BY_HEADER } from '../gateway/session-core.js';
 import { describeError } from '../errors.js';
 import { ServerLease, type LeaseHolder } from './lease.js';
@@ -61,7 +61,11 @@ interface Link {
   /** Settles once `initialize` is done. */
   ready: Promise<void>;
   idle: NodeJS.Timeout | undefined;
+  /** Resource subscriptions held on this session: the listeners by subscribed URI (the session stays open while there are any). */
+  updated: Map<string, Set<(uri: string) => void>>;
 }
+
+type Send<T> = (client: Client, options: { signal: AbortSignal; timeout: number }, link: Link) => Promise<T>;
 
 /** What one singleton's lease is, here. */
 interface Entry {
@@ -286,6 +290,41 @@ export class Singletons implements ServerPlacement {
   }
 
   /**
+   * {@link ServerPlacement.subscribe}: subscribe on the caller's session to
+   * the holder; its `notifications/resources/updated` go to `request.updated`
+   * until the unsubscribe this resolves with (docs/cluster-gaps.md).
+   */
+  subscribe(server: string, request: PlacedSubscribe): Promise<(() => Promise<void>) | undefined> {
+    const { uri } = request;
+    return this.place(
+      server,
+      request,
+      `Resource ${uri}`,
+      async (client, options, link) => {
+        // Listening before the subscribe: an update the holder sends as soon as it subscribed is not lost.
+        let listeners = link.updated.get(uri);
+        if (!listeners) link.updated.set(uri, (listeners = new Set()));
+        const mine = (named: string): void => request.updated(named);
+        listeners.add(mine);
+        const off = async (): Promise<void> => {
+          listeners.delete(mine);
+          if (listeners.size > 0 || link.updated.get(uri) !== listeners) return;
+          link.updated.delete(uri);
+          await client.unsubscribeResource({ uri }, { timeout: request.timeoutMs }).catch(() => undefined);
+        };
+        try {
+          await client.subscribeResource({ uri }, options);
+        } catch (err) {
+          await off();
+          throw err;
+        }
+        return off;
+      },
+      refuse,
+    );
+  }
+
+  /**
    * Send one request of `server` to the holder, as the calling principal,
    * on a session to the holder that the caller's later requests reuse.
    * The holder as this replica last saw it (refreshed every third of the
@@ -297,7 +336,7 @@ export class Singletons implements ServerPlacement {
     server: string,
     request: PlacedRequest,
     label: string,
-    send: (client: Client, options: { signal: AbortSignal; timeout: number }) => Promise<T>,
+    send: Send<T>,
     refusal: (text: string, notHolder: boolean) => T,
   ): Promise<T | undefined> {
     const deadline = Date.now() + 2 * this.options.ttlMs + 30_000;
@@ -341,7 +380,7 @@ export class Singletons implements ServerPlacement {
   private readonly links = new Map<string, Link>();
 
   /** `send` on the caller's session to the holder at `url`; a session the holder no longer knows (404) is opened anew once. */
-  private async forward<T>(url: string, server: string, request: PlacedRequest, send: (client: Client, options: { signal: AbortSignal; timeout: number }) => Promise<T>): Promise<T> {
+  private async forward<T>(url: string, server: string, request: PlacedRequest, send: Send<T>): Promise<T> {
     const id = `${url}\n${server}\n${request.authorization ?? ''}`;
     for (let fresh = false; ; fresh = true) {
       const existing = this.links.get(id);
@@ -349,7 +388,7 @@ export class Singletons implements ServerPlacement {
       if (!existing) fresh = true;
       try {
         await link.ready;
-        const answer = await send(link.client, { signal: request.signal, timeout: request.timeoutMs });
+        const answer = await send(link.client, { signal: request.signal, timeout: request.timeoutMs }, link);
         this.touch(id, link);
         return answer;
       } catch (err) {
@@ -368,7 +407,8 @@ export class Singletons implements ServerPlacement {
 
   private open(id: string, url: string, server: string, authorization: string | undefined): Link {
     while (this.links.size >= MAX_LINKS) {
-      const [oldest, link] = this.links.entries().next().value as [string, Link];
+      // The least recently used session without subscriptions, else the least recently used one.
+      const [oldest, link] = [...this.links].find(([, l]) => l.updated.size === 0) ?? (this.links.entries().next().value as [string, Link]);
       this.drop(oldest, link);
     }
     const target = new URL(url);
@@ -377,7 +417,14 @@ export class Singletons implements ServerPlacement {
     if (authorization) headers.authorization = authorization;
     const transport = new StreamableHTTPClientTransport(target, { requestInit: { headers } });
     const client = new Client({ name: 'mcp-reconciler-replica', version: '0.1.0' });
-    const link: Link = { client, transport, ready: client.connect(transport), idle: undefined };
+    const link: Link = { client, transport, ready: client.connect(transport), idle: undefined, updated: new Map() };
+    // The holder's updates of what this session subscribed to: the exact URI's listeners, else those of the URIs it lies below.
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      const named = n.params.uri;
+      const exact = link.updated.get(named);
+      const targets = exact ? [exact] : [...link.updated].filter(([uri]) => named.startsWith(uri)).map(([, set]) => set);
+      for (const set of targets) for (const listener of set) listener(named);
+    });
     link.ready.catch(() => undefined);
     this.links.set(id, link);
     this.touch(id, link);
@@ -390,7 +437,8 @@ export class Singletons implements ServerPlacement {
     this.links.delete(id);
     this.links.set(id, link);
     clearTimeout(link.idle);
-    link.idle = setTimeout(() => this.drop(id, link), LINK_IDLE_MS).unref();
+    // A session holding subscriptions stays open while they last.
+    link.idle = setTimeout(() => (link.updated.size > 0 ? this.touch(id, link) : this.drop(id, link)), LINK_IDLE_MS).unref();
   }
 
   private drop(id: string, link: Link): void {
