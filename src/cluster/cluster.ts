@@ -11,6 +11,7 @@ import { RedisListings } from './listings.js';
 import { RedisTokenStore } from './credentials.js';
 import { ReplicaAnnouncer, newReplicaId } from './replicas.js';
 import { announcementKey } from './announcements.js';
+import { leaseKey } from './lease.js';
 import { SessionRouter } from './sessions.js';
 import { DEFAULT_LEASE_MS, Singletons } from './singletons.js';
 import type { GatewayPool } from '../gateway/pool.js';
@@ -80,6 +81,7 @@ export class Cluster {
       ttlMs: options.leaseMs ?? DEFAULT_LEASE_MS,
       log: options.log,
       ...(this.announcementKey ? { announcementKey: this.announcementKey } : {}),
+      ...(options.secret ? { leaseKey: leaseKey(options.secret) } : {}),
       untrusted,
     });
     this.tokens = options.secret ? new RedisTokenStore({ redis, keys, secret: options.secret, principal: 'gateway' }) : undefined;

@@ -10,6 +10,6 @@ export { RedisTokenStore, seal, unseal, sealingKey, type RedisTokenStoreOptions 
 export { ReplicaAnnouncer, liveReplicas, replicaAddress, newReplicaId, HEARTBEAT_MS, type ReplicaInfo } from './replicas.js';
 export { announcementKey, announcementText, readAnnouncement, type AnnouncementTrust } from './announcements.js';
 export { SessionRouter, sessionKey, FORWARDED_HEADER, type SessionRouterOptions, type ForwardOutcome } from './sessions.js';
-export { ServerLease, listLeases, parseHolder, type LeaseHolder, type AcquireResult } from './lease.js';
+export { ServerLease, listLeases, parseHolder, leaseKey, leaseTrust, leaseValue, type LeaseHolder, type LeaseTrust, type AcquireResult } from './lease.js';
 export { Singletons, DEFAULT_LEASE_MS, type SingletonsOptions } from './singletons.js';
 export { RedisSignIns, callbackUrlOf, OAUTH_CALLBACK_PATH, SIGN_IN_TTL_MS, type RedisSignInsOptions } from './oauth-callback.js';

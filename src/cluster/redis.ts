@@ -11,6 +11,9 @@ import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 /** A connected client; `duplicate()` gives the subscriber its own connection. */
 export type Redis = RedisClientType;
 
+/** How long a first connection is tried before {@link connectRedis} gives up. */
+const FIRST_CONNECT_MS = 5_000;
+
 /** Longest wait between two reconnect attempts. */
 const MAX_RECONNECT_DELAY_MS = 1_000;
 
@@ -34,7 +37,13 @@ export function redisOptions(target: string): Parameters<typeof createClient>[0]
  * problems (once per distinct message until the connection is ready again).
  */
 export async function connectRedis(target: string, onError: (message: string) => void = () => undefined): Promise<Redis> {
-  const client = createClient(redisOptions(target)) as unknown as Redis;
+  const options = redisOptions(target)!;
+  // Before the first connect a refused or missing socket is retried only for FIRST_CONNECT_MS, then `connect` rejects (else it would retry for ever).
+  const started = Date.now();
+  let everReady = false;
+  const retry = options.socket!.reconnectStrategy as (retries: number, cause: Error) => number;
+  options.socket = { ...options.socket!, reconnectStrategy: (retries: number, cause: Error) => (everReady || Date.now() - started < FIRST_CONNECT_MS ? retry(retries, cause) : cause) } as typeof options.socket;
+  const client = createClient(options) as unknown as Redis;
   let last: string | undefined;
   client.on('error', (err: unknown) => {
     const message = describeError(err);
@@ -42,7 +51,10 @@ export async function connectRedis(target: string, onError: (message: string) =>
     last = message;
     onError(`Redis at ${target}: ${message}`);
   });
-  client.on('ready', () => (last = undefined));
+  client.on('ready', () => {
+    everReady = true;
+    last = undefined;
+  });
   try {
     await client.connect();
   } catch (err) {

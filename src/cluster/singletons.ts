@@ -16,10 +16,10 @@
 import { createActor, type ActorRefFrom } from 'xstate';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode as McpErrorCode, McpError, type CallToolResult, type GetPromptResult, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode as McpErrorCode, McpError, ResourceUpdatedNotificationSchema, type CallToolResult, type GetPromptResult, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { leaseMachine, leaseViewOf, type LeaseView } from '../../machines/lease.machine.js';
 import type { McpController } from '../controller/controller.js';
-import type { PlacedCall, PlacedPrompt, PlacedRead, PlacedRequest, ServerPlacement } from '../gateway/pool.js';
+import type { PlacedCall, PlacedPrompt, PlacedRead, PlacedRequest, PlacedSubscribe, ServerPlacement } from '../gateway/pool.js';
 import { FORWARDED_BY_HEADER } from '../gateway/session-core.js';
 import { describeError } from '../errors.js';
 import { ServerLease, type LeaseHolder } from './lease.js';
@@ -43,6 +43,8 @@ export interface SingletonsOptions {
   log: (line: string) => void;
   /** The cluster secret's announcement key: only announcements signed with it are forwarded to. */
   announcementKey?: Buffer;
+  /** The cluster secret's lease key: our leases are signed, and one that does not verify is taken over (docs/cluster-gaps.md). */
+  leaseKey?: Buffer;
   /** Told about an announcement that is not signed with the cluster secret. */
   untrusted?: (replica: string, why: string) => void;
 }
@@ -59,7 +61,11 @@ interface Link {
   /** Settles once `initialize` is done. */
   ready: Promise<void>;
   idle: NodeJS.Timeout | undefined;
+  /** Resource subscriptions held on this session: the listeners by subscribed URI (the session stays open while there are any). */
+  updated: Map<string, Set<(uri: string) => void>>;
 }
+
+type Send<T> = (client: Client, options: { signal: AbortSignal; timeout: number }, link: Link) => Promise<T>;
 
 /** What one singleton's lease is, here. */
 interface Entry {
@@ -122,7 +128,7 @@ export class Singletons implements ServerPlacement {
     if (!e) {
       const actor = createActor(leaseMachine, { input: { server } });
       actor.start();
-      e = { lease: new ServerLease(this.options.redis, this.options.keys, server, this.options.replica, this.options.ttlMs), actor, token: undefined, heldUntil: 0, expiry: undefined, busy: undefined };
+      e = { lease: new ServerLease(this.options.redis, this.options.keys, server, this.options.replica, this.options.ttlMs, this.options.leaseKey), actor, token: undefined, heldUntil: 0, expiry: undefined, busy: undefined };
       this.entries.set(server, e);
     }
     return e;
@@ -184,6 +190,7 @@ export class Singletons implements ServerPlacement {
         e.token = r.token;
         this.extend(server, e, started);
         e.actor.send({ type: 'ACQUIRED', token: r.token });
+        if (r.tookOver) this.forged(server, r.tookOver.value, r.tookOver.trust);
         this.options.log(`singleton "${server}": this replica holds the lease (token ${r.token}); it runs here`);
         this.changed(server);
         return;
@@ -206,6 +213,19 @@ export class Singletons implements ServerPlacement {
     const row = this.controller?.status().find((r) => r.name === server);
     if (row && row.tools.length === 0) await this.controller?.reload().catch(() => undefined);
     if (before.placement !== 'remote' || before.token !== holder.token) this.options.log(`singleton "${server}": runs on replica ${holder.replica} (singleton lease, token ${holder.token})`);
+  }
+
+  /** Lease values that did not verify, already logged: one line per server and value. */
+  private readonly forgedSeen = new Set<string>();
+
+  private forged(server: string, value: string, trust: string): void {
+    const seen = `${server}\n${value}`;
+    if (this.forgedSeen.has(seen)) return;
+    this.forgedSeen.add(seen);
+    this.options.log(
+      `singleton "${server}": the lease in Redis (${JSON.stringify(value.slice(0, 80))}) is ${trust === 'unsigned' ? 'not signed' : 'not signed with this cluster\'s secret'} ` +
+        '(forged, or a replica without $MCP_RECONCILER_CLUSTER_SECRET or with another one): it counts as free, and this replica took it over',
+    );
   }
 
   private extend(server: string, e: Entry, from: number): void {
@@ -270,6 +290,41 @@ export class Singletons implements ServerPlacement {
   }
 
   /**
+   * {@link ServerPlacement.subscribe}: subscribe on the caller's session to
+   * the holder; its `notifications/resources/updated` go to `request.updated`
+   * until the unsubscribe this resolves with (docs/cluster-gaps.md).
+   */
+  subscribe(server: string, request: PlacedSubscribe): Promise<(() => Promise<void>) | undefined> {
+    const { uri } = request;
+    return this.place(
+      server,
+      request,
+      `Resource ${uri}`,
+      async (client, options, link) => {
+        // Listening before the subscribe: an update the holder sends as soon as it subscribed is not lost.
+        let listeners = link.updated.get(uri);
+        if (!listeners) link.updated.set(uri, (listeners = new Set()));
+        const mine = (named: string): void => request.updated(named);
+        listeners.add(mine);
+        const off = async (): Promise<void> => {
+          listeners.delete(mine);
+          if (listeners.size > 0 || link.updated.get(uri) !== listeners) return;
+          link.updated.delete(uri);
+          await client.unsubscribeResource({ uri }, { timeout: request.timeoutMs }).catch(() => undefined);
+        };
+        try {
+          await client.subscribeResource({ uri }, options);
+        } catch (err) {
+          await off();
+          throw err;
+        }
+        return off;
+      },
+      refuse,
+    );
+  }
+
+  /**
    * Send one request of `server` to the holder, as the calling principal,
    * on a session to the holder that the caller's later requests reuse.
    * The holder as this replica last saw it (refreshed every third of the
@@ -281,7 +336,7 @@ export class Singletons implements ServerPlacement {
     server: string,
     request: PlacedRequest,
     label: string,
-    send: (client: Client, options: { signal: AbortSignal; timeout: number }) => Promise<T>,
+    send: Send<T>,
     refusal: (text: string, notHolder: boolean) => T,
   ): Promise<T | undefined> {
     const deadline = Date.now() + 2 * this.options.ttlMs + 30_000;
@@ -325,7 +380,7 @@ export class Singletons implements ServerPlacement {
   private readonly links = new Map<string, Link>();
 
   /** `send` on the caller's session to the holder at `url`; a session the holder no longer knows (404) is opened anew once. */
-  private async forward<T>(url: string, server: string, request: PlacedRequest, send: (client: Client, options: { signal: AbortSignal; timeout: number }) => Promise<T>): Promise<T> {
+  private async forward<T>(url: string, server: string, request: PlacedRequest, send: Send<T>): Promise<T> {
     const id = `${url}\n${server}\n${request.authorization ?? ''}`;
     for (let fresh = false; ; fresh = true) {
       const existing = this.links.get(id);
@@ -333,7 +388,7 @@ export class Singletons implements ServerPlacement {
       if (!existing) fresh = true;
       try {
         await link.ready;
-        const answer = await send(link.client, { signal: request.signal, timeout: request.timeoutMs });
+        const answer = await send(link.client, { signal: request.signal, timeout: request.timeoutMs }, link);
         this.touch(id, link);
         return answer;
       } catch (err) {
@@ -352,7 +407,8 @@ export class Singletons implements ServerPlacement {
 
   private open(id: string, url: string, server: string, authorization: string | undefined): Link {
     while (this.links.size >= MAX_LINKS) {
-      const [oldest, link] = this.links.entries().next().value as [string, Link];
+      // The least recently used session without subscriptions, else the least recently used one.
+      const [oldest, link] = [...this.links].find(([, l]) => l.updated.size === 0) ?? (this.links.entries().next().value as [string, Link]);
       this.drop(oldest, link);
     }
     const target = new URL(url);
@@ -361,7 +417,14 @@ export class Singletons implements ServerPlacement {
     if (authorization) headers.authorization = authorization;
     const transport = new StreamableHTTPClientTransport(target, { requestInit: { headers } });
     const client = new Client({ name: 'mcp-reconciler-replica', version: '0.1.0' });
-    const link: Link = { client, transport, ready: client.connect(transport), idle: undefined };
+    const link: Link = { client, transport, ready: client.connect(transport), idle: undefined, updated: new Map() };
+    // The holder's updates of what this session subscribed to: the exact URI's listeners, else those of the URIs it lies below.
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      const named = n.params.uri;
+      const exact = link.updated.get(named);
+      const targets = exact ? [exact] : [...link.updated].filter(([uri]) => named.startsWith(uri)).map(([, set]) => set);
+      for (const set of targets) for (const listener of set) listener(named);
+    });
     link.ready.catch(() => undefined);
     this.links.set(id, link);
     this.touch(id, link);
@@ -374,7 +437,8 @@ export class Singletons implements ServerPlacement {
     this.links.delete(id);
     this.links.set(id, link);
     clearTimeout(link.idle);
-    link.idle = setTimeout(() => this.drop(id, link), LINK_IDLE_MS).unref();
+    // A session holding subscriptions stays open while they last.
+    link.idle = setTimeout(() => (link.updated.size > 0 ? this.touch(id, link) : this.drop(id, link)), LINK_IDLE_MS).unref();
   }
 
   private drop(id: string, link: Link): void {

@@ -109,6 +109,12 @@ export interface PlacedRead extends PlacedRequest {
   uri: string;
 }
 
+/** A `resources/subscribe` a {@link ServerPlacement} holds elsewhere: `updated` hears the URIs of the holder's `notifications/resources/updated`. */
+export interface PlacedSubscribe extends PlacedRequest {
+  uri: string;
+  updated: (uri: string) => void;
+}
+
 /**
  * Where servers run when not every server runs in this process (a
  * clustered gateway's singletons, docs/cluster.md): a server that is not
@@ -126,6 +132,8 @@ export interface ServerPlacement {
   getPrompt(server: string, request: PlacedPrompt): Promise<GetPromptResult | undefined>;
   /** Read a resource of a server that is not local elsewhere; rejects with the JSON-RPC error to send. */
   readResource(server: string, request: PlacedRead): Promise<ReadResourceResult | undefined>;
+  /** Subscribe to a resource of a server that is not local elsewhere: the unsubscribe; rejects with the JSON-RPC error to send. */
+  subscribe?(server: string, request: PlacedSubscribe): Promise<(() => Promise<void>) | undefined>;
 }
 
 /** Options of {@link GatewayPool}. */

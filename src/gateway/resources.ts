@@ -61,11 +61,16 @@ export function serveResources(server: Server, pool: GatewayPool, core: SessionC
     await pool.ready(sessionId);
     const uri = request.params.uri;
     if (closed || subscriptions.has(uri)) return {};
-    const subscribing = controller.subscribeResource(
-      uri,
-      // The client hears the URI the server named (the subscribed one or one below it).
-      (update) => void server.sendResourceUpdated({ uri: update.uri }).catch(() => undefined),
-      { servers, signal: extra.signal, timeoutMs },
+    // The client hears the URI the server named (the subscribed one or one below it).
+    const updated = (named: string): void => void server.sendResourceUpdated({ uri: named }).catch(() => undefined);
+    // A resource of a server that runs on another replica (a cluster singleton): subscribed there (docs/cluster-gaps.md).
+    const owner = pool.placement?.subscribe ? controller.resourceOwner(uri, servers) : undefined;
+    const elsewhere =
+      owner !== undefined && !pool.placement!.local(owner)
+        ? pool.placement!.subscribe!(owner, { uri, updated, timeoutMs, ...requestContext(extra) })
+        : undefined;
+    const subscribing = (elsewhere ?? Promise.resolve(undefined)).then(
+      (off) => off ?? controller.subscribeResource(uri, (update) => updated(update.uri), { servers, signal: extra.signal, timeoutMs }),
     );
     subscriptions.set(uri, subscribing);
     try {

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixturePath } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
 import { MARKER, textOf, type HttpConnected } from '../gateway/support.js';
+import { leaseKey, leaseValue } from '../../src/cluster/lease.js';
 import { ClusterFixture, type Replica } from './support.js';
 
 const SECRET = 'clmisc-test-secret-0123456789abcdef-0123456789abcdef';
@@ -154,9 +155,12 @@ describe('serve --cluster: prompts and resources of a singleton, sessions to the
     await announce(fake, {});
     await announce(bad, { sig: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' });
     await redis.sAdd(`mcpr:{${fx.workspaceId}}:replicas`, [fake, bad]);
-    // A loses s and r at its next renewal (refused: another token holds them) and parks them; the forged leases last 12 s.
-    await redis.set(`mcpr:{${fx.workspaceId}}:lease:s`, `${fake}:999`, { PX: 12_000 });
-    await redis.set(`mcpr:{${fx.workspaceId}}:lease:r`, `${bad}:999`, { PX: 12_000 });
+    // A loses s and r at its next renewal (refused: another token holds them) and parks them; the leases last 12 s.
+    // Signed with the secret, as a genuine holder's are (an unsigned lease is taken over at once: signed-leases.test.ts):
+    // what is forged here is the announcement of the replica they name.
+    const lease = (server: string, holder: string) => leaseValue(leaseKey(SECRET), `mcpr:{${fx.workspaceId}}:lease:${server}`, holder, 999);
+    await redis.set(`mcpr:{${fx.workspaceId}}:lease:s`, lease('s', fake), { PX: 12_000 });
+    await redis.set(`mcpr:{${fx.workspaceId}}:lease:r`, lease('r', bad), { PX: 12_000 });
     await a.serve.fromStderr(/(singleton "s": lease lost \(token \d+: another replica holds it now\))/, "A's lost lease of s", 30_000);
     await a.serve.fromStderr(/(singleton "r": lease lost \(token \d+: another replica holds it now\))/, "A's lost lease of r", 30_000);
     const pid = Number(textOf(await onB.client.callTool({ name: 'mcp__s__pid', arguments: {} })));

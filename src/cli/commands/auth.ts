@@ -4,13 +4,19 @@
  * (`$MCP_RECONCILER_OAUTH_STORE` or `~/.config/mcp-reconciler/oauth.json`,
  * mode 0600); a running `watch` watches that file and connects a server
  * waiting in `needs_auth` as soon as its tokens appear.
+ *
+ * With `--cluster REDIS --workspace-id ID` (and the cluster secret) the
+ * tokens go to a clustered gateway's sealed credential store in Redis, under
+ * the gateway's identity, so its replicas connect the server without a
+ * sign-in of their own (docs/cluster-gaps.md).
  */
 import type { DesiredServer } from '../../../machines/types.js';
 import { OAuthManager } from '../../auth/manager.js';
-import { defaultTokenStorePath, FileTokenStore } from '../../auth/token-store.js';
+import { defaultTokenStorePath, FileTokenStore, type TokenStore } from '../../auth/token-store.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
 import { parseTimeoutMs, type CliCommand, type CliContext, type CliOption, type CliPositional } from '../command.js';
 import { loadWorkspace } from '../workspace.js';
+import { CLUSTER_SECRET_ENV, clusterTargetOptions, parseClusterTarget } from './serve.js';
 
 const DEFAULT_WAIT_MS = 5 * 60_000;
 
@@ -28,16 +34,49 @@ async function serverEntry(ctx: CliContext): Promise<DesiredServer> {
   return entry;
 }
 
-function tokenStore(ctx: CliContext): FileTokenStore {
+/** Where the tokens go: the token file, or a cluster's sealed store in Redis (`close` leaves Redis). */
+interface StoreTarget {
+  store: TokenStore;
+  /** For the messages: the file, or the cluster. */
+  where: string;
+  json: Record<string, string>;
+  close(): void;
+}
+
+async function tokenStore(ctx: CliContext): Promise<StoreTarget> {
+  const cluster = parseClusterTarget(ctx.values);
   const flag = ctx.values['token-store'];
-  return new FileTokenStore(typeof flag === 'string' ? flag : defaultTokenStorePath(ctx.io.env));
+  if (!cluster) {
+    const store = new FileTokenStore(typeof flag === 'string' ? flag : defaultTokenStorePath(ctx.io.env));
+    return { store, where: store.path, json: { tokenStore: store.path }, close: () => undefined };
+  }
+  if (flag !== undefined) throw new McpReconcilerError(ErrorCode.Usage, '--token-store and --cluster exclude each other', { hint: "with --cluster the tokens go to the cluster's Redis, sealed; drop --token-store" });
+  const secret = ctx.io.env[CLUSTER_SECRET_ENV];
+  if (!secret) {
+    throw new McpReconcilerError(ErrorCode.Usage, `--cluster needs $${CLUSTER_SECRET_ENV}: a cluster keeps OAuth credentials in Redis sealed with it`, {
+      hint: `set it to the secret the replicas run with (serve --cluster without it keeps credentials on each replica, and nothing is shared)`,
+    });
+  }
+  // Only with --cluster: without it nothing of Redis is loaded (docs/cluster.md).
+  const { connectRedis, RedisTokenStore, checkWorkspaceId, workspaceKeys, sealingKey } = await import('../../cluster/index.js');
+  sealingKey(secret); // its length is checked before Redis is reached
+  const keys = workspaceKeys(checkWorkspaceId(cluster.workspaceId));
+  const redis = await connectRedis(cluster.target);
+  // The gateway's own identity towards the managed servers, as `serve --cluster` uses (docs/cluster.md, OAuth credentials).
+  const store = new RedisTokenStore({ redis, keys, secret, principal: 'gateway' });
+  return {
+    store,
+    where: `cluster workspace ${cluster.workspaceId} (Redis at ${cluster.target}, sealed)`,
+    json: { workspaceId: cluster.workspaceId },
+    close: () => redis.destroy(),
+  };
 }
 
 async function authRun(ctx: CliContext): Promise<number> {
   const entry = await serverEntry(ctx);
   const timeoutMs = parseTimeoutMs(ctx.values) ?? DEFAULT_WAIT_MS;
-  const store = tokenStore(ctx);
-  const manager = new OAuthManager({ store, authorizationTimeoutMs: timeoutMs, warn: (m) => ctx.io.stderr.write(`${m}\n`) });
+  const target = await tokenStore(ctx);
+  const manager = new OAuthManager({ store: target.store, authorizationTimeoutMs: timeoutMs, warn: (m) => ctx.io.stderr.write(`${m}\n`) });
   try {
     await manager.authorize(entry.name, entry, {
       timeoutMs,
@@ -52,20 +91,27 @@ async function authRun(ctx: CliContext): Promise<number> {
     });
   } finally {
     manager.dispose();
+    target.close();
   }
-  if (ctx.global.json) ctx.io.stdout.write(`${JSON.stringify({ server: entry.name, authorized: true, tokenStore: store.path })}\n`);
-  else ctx.io.stdout.write(`Authorised "${entry.name}"; tokens stored in ${store.path}. A running watch connects it now.\n`);
+  if (ctx.global.json) ctx.io.stdout.write(`${JSON.stringify({ server: entry.name, authorized: true, ...target.json })}\n`);
+  else if (ctx.values.cluster !== undefined) ctx.io.stdout.write(`Authorised "${entry.name}"; tokens stored in ${target.where}. Every replica connects it with them, without a sign-in.\n`);
+  else ctx.io.stdout.write(`Authorised "${entry.name}"; tokens stored in ${target.where}. A running watch connects it now.\n`);
   return 0;
 }
 
 async function logoutRun(ctx: CliContext): Promise<number> {
   const entry = await serverEntry(ctx);
-  const store = tokenStore(ctx);
-  const manager = new OAuthManager({ store });
-  const had = await manager.logout(entry);
-  manager.dispose();
-  if (ctx.global.json) ctx.io.stdout.write(`${JSON.stringify({ server: entry.name, removed: had, tokenStore: store.path })}\n`);
-  else ctx.io.stdout.write(had ? `Removed the stored OAuth credentials of "${entry.name}" from ${store.path}.\n` : `No OAuth credentials were stored for "${entry.name}".\n`);
+  const target = await tokenStore(ctx);
+  const manager = new OAuthManager({ store: target.store });
+  let had: boolean;
+  try {
+    had = await manager.logout(entry);
+  } finally {
+    manager.dispose();
+    target.close();
+  }
+  if (ctx.global.json) ctx.io.stdout.write(`${JSON.stringify({ server: entry.name, removed: had, ...target.json })}\n`);
+  else ctx.io.stdout.write(had ? `Removed the stored OAuth credentials of "${entry.name}" from ${target.where}.\n` : `No OAuth credentials were stored for "${entry.name}" in ${target.where}.\n`);
   return 0;
 }
 
@@ -73,6 +119,12 @@ const tokenStoreOption: CliOption = {
   type: 'string',
   value: 'FILE',
   help: 'OAuth token store (default: $MCP_RECONCILER_OAUTH_STORE or ~/.config/mcp-reconciler/oauth.json)',
+};
+
+/** serve's `--cluster` / `--workspace-id`, said of the sign-in. */
+const clusterOptions: Record<'cluster' | 'workspace-id', CliOption> = {
+  cluster: { ...clusterTargetOptions.cluster, help: `the tokens go to this clustered gateway's Redis (as its serve --cluster), sealed with $${CLUSTER_SECRET_ENV}; needs --workspace-id` },
+  'workspace-id': clusterTargetOptions['workspace-id'],
 };
 
 const serverArg: CliPositional = { name: 'SERVER', arity: 'required', help: 'a remote (HTTP) server of this workspace' };
@@ -85,8 +137,12 @@ export const authCommand: CliCommand = {
   options: {
     timeout: { type: 'string', value: 'MS', help: `how long to wait for the browser (default ${DEFAULT_WAIT_MS})` },
     'token-store': tokenStoreOption,
+    ...clusterOptions,
   },
-  examples: ['mcp-reconciler auth linear                  # prints the sign-in URL, waits for the browser, stores the tokens (0600)'],
+  examples: [
+    'mcp-reconciler auth linear                  # prints the sign-in URL, waits for the browser, stores the tokens (0600)',
+    'mcp-reconciler auth linear --cluster redis://redis.internal:6379/0 --workspace-id team-tools   # for every replica of a clustered gateway',
+  ],
   run: authRun,
 };
 
@@ -95,7 +151,10 @@ export const logoutCommand: CliCommand = {
   name: 'logout',
   positionals: [serverArg],
   summary: "forget a remote server's stored OAuth credentials",
-  options: { 'token-store': tokenStoreOption },
-  examples: ['mcp-reconciler logout linear                # forget its tokens; it asks to sign in again next time'],
+  options: { 'token-store': tokenStoreOption, ...clusterOptions },
+  examples: [
+    'mcp-reconciler logout linear                # forget its tokens; it asks to sign in again next time',
+    'mcp-reconciler logout linear --cluster redis://redis.internal:6379/0 --workspace-id team-tools',
+  ],
   run: logoutRun,
 };

@@ -9,7 +9,7 @@ import { validateSeparator } from '../../gateway/naming.js';
 import type { StdioGateway } from '../../gateway/stdio.js';
 import type { HttpGateway, SessionCloseReason } from '../../gateway/http.js';
 import type { GatewayPool } from '../../gateway/pool.js';
-import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
+import { parseTimeoutMs, type CliCommand, type CliContext, type CliOption } from '../command.js';
 import { controllerOptionsFor } from '../controller-session.js';
 import { writeRaw } from '../output.js';
 import { untilStopped } from '../until-stopped.js';
@@ -39,6 +39,8 @@ export interface ServeArgs {
   lazy: boolean;
   idleTimeoutMs: number | undefined;
   sessionIdleTimeoutMs: number | undefined;
+  /** `--max-sessions`: the HTTP gateway's cap on open sessions (docs/cluster.md's capacity model). */
+  maxSessions: number | undefined;
   separator: string | undefined;
   exposure: ToolExposure | undefined;
   /** `--cluster` and `--workspace-id` (docs/cluster.md). */
@@ -80,6 +82,22 @@ function httpUrl(v: CliContext['values'], key: string): string | undefined {
   throw usage(`--${key} must be an http(s) URL, not ${JSON.stringify(String(raw))}`, `e.g. --${key} https://id.example.com${key === 'auth-jwks' ? '/.well-known/jwks.json' : key === 'public-url' ? '/mcp' : ''}`);
 }
 
+/** The most `--max-sessions` takes (a bound against typos: 100 000 sessions already take 5–16 GB, docs/cluster.md). */
+const MAX_SESSIONS_LIMIT = 100_000;
+
+/** `--max-sessions N`: a whole number from 1 to {@link MAX_SESSIONS_LIMIT}, with --http only. */
+function parseMaxSessions(v: CliContext['values'], http: boolean): number | undefined {
+  const raw = v['max-sessions'];
+  if (raw === undefined) return undefined;
+  if (!http) throw usage('--max-sessions applies to --http only', 'a stdio gateway serves one session; add --http, or drop --max-sessions');
+  const text = typeof raw === 'string' ? raw.trim() : '';
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 1 && n <= MAX_SESSIONS_LIMIT)) {
+    throw usage(`--max-sessions must be a whole number from 1 to ${MAX_SESSIONS_LIMIT}, not ${JSON.stringify(String(raw))}`, 'e.g. --max-sessions 2000 for a cluster replica (default 64)');
+  }
+  return n;
+}
+
 const EXPOSURE_MODES: readonly ToolExposureMode[] = ['all', 'search', 'auto'];
 
 /** `--tools`, `--max-tools`, `--max-tool-tokens`; a cap alone means `auto`. */
@@ -110,23 +128,37 @@ function parseExposure(v: CliContext['values']): ToolExposure | undefined {
   return { mode: mode ?? 'auto', ...(maxTools !== undefined ? { maxTools } : {}), ...(maxToolTokens !== undefined ? { maxToolTokens } : {}) };
 }
 
-/** `--cluster REDIS` with `--workspace-id ID`: both or neither, and only with --http. */
-function parseCluster(v: CliContext['values'], http: boolean): ServeArgs['cluster'] {
+/** `--cluster REDIS` and `--workspace-id ID` as serve declares them; `auth`/`logout --cluster` take the same (docs/cluster-gaps.md). */
+export const clusterTargetOptions: Record<'cluster' | 'workspace-id', CliOption> = {
+  cluster: { type: 'string', value: 'REDIS', help: 'HTTP: one replica of a gateway sharing approvals (and more) in Redis: a redis:// URL or a unix socket path; needs --workspace-id (docs/cluster.md)' },
+  'workspace-id': { type: 'string', value: 'ID', help: 'with --cluster: the name every replica of this gateway shares in Redis' },
+};
+
+/** `--cluster REDIS` with `--workspace-id ID`: both or neither (`undefined`); usage errors name the one missing. */
+export function parseClusterTarget(v: CliContext['values']): { target: string; workspaceId: string } | undefined {
   const target = typeof v.cluster === 'string' ? v.cluster.trim() : undefined;
   const workspaceId = typeof v['workspace-id'] === 'string' ? v['workspace-id'].trim() : undefined;
-  const issuer = httpUrl(v, 'auth-issuer');
-  const jwksUrl = httpUrl(v, 'auth-jwks');
-  const publicUrl = httpUrl(v, 'public-url');
-  const replicaUrl = httpUrl(v, 'replica-url');
-  if (target === undefined && workspaceId === undefined) {
-    if (issuer || jwksUrl || publicUrl || replicaUrl) throw usage('--auth-issuer, --auth-jwks, --public-url and --replica-url apply to --cluster', 'without --cluster the gateway takes its shared access token');
-    return undefined;
-  }
-  if (!http) throw usage('--cluster applies to --http only', 'a clustered gateway serves many clients over HTTP: add --http');
+  if (target === undefined && workspaceId === undefined) return undefined;
   if (!target) throw usage('--workspace-id needs --cluster', 'add --cluster redis://HOST:6379 (or a unix socket path), the Redis every replica shares');
   if (!workspaceId) {
     throw usage('--cluster needs --workspace-id', 'name the workspace every replica of this gateway shares, e.g. --workspace-id team-tools (approvals and listings are kept under it)');
   }
+  return { target, workspaceId };
+}
+
+/** `--cluster REDIS` with `--workspace-id ID`: both or neither, and only with --http. */
+function parseCluster(v: CliContext['values'], http: boolean): ServeArgs['cluster'] {
+  const given = v.cluster !== undefined || v['workspace-id'] !== undefined;
+  const issuer = httpUrl(v, 'auth-issuer');
+  const jwksUrl = httpUrl(v, 'auth-jwks');
+  const publicUrl = httpUrl(v, 'public-url');
+  const replicaUrl = httpUrl(v, 'replica-url');
+  if (!given) {
+    if (issuer || jwksUrl || publicUrl || replicaUrl) throw usage('--auth-issuer, --auth-jwks, --public-url and --replica-url apply to --cluster', 'without --cluster the gateway takes its shared access token');
+    return undefined;
+  }
+  if (!http) throw usage('--cluster applies to --http only', 'a clustered gateway serves many clients over HTTP: add --http');
+  const { target, workspaceId } = parseClusterTarget(v)!;
   if (!issuer || !jwksUrl) {
     throw usage('--cluster needs --auth-issuer and --auth-jwks: a clustered gateway takes access tokens of your identity provider instead of one shared token', 'e.g. --auth-issuer https://id.example.com --auth-jwks https://id.example.com/.well-known/jwks.json (see docs/cluster.md)');
   }
@@ -159,6 +191,7 @@ export function parseServeArgs(ctx: CliContext): ServeArgs {
   if (v['session-idle-timeout'] !== undefined && !http) {
     throw usage('--session-idle-timeout applies to --http only', 'a stdio session ends when its client closes stdin; add --http, or drop --session-idle-timeout');
   }
+  const maxSessions = parseMaxSessions(v, http);
   const cluster = parseCluster(v, http);
   const bind = typeof v.bind === 'string' ? v.bind.trim() : undefined;
   if (bind !== undefined) {
@@ -189,6 +222,7 @@ export function parseServeArgs(ctx: CliContext): ServeArgs {
     lazy: v.lazy === true,
     idleTimeoutMs: parseTimeoutMs(v, 'idle-timeout'),
     sessionIdleTimeoutMs: parseTimeoutMs(v, 'session-idle-timeout'),
+    maxSessions,
     separator: v.separator === undefined ? undefined : validateSeparator(typeof v.separator === 'string' ? v.separator : '', '--separator'),
     exposure: parseExposure(v),
   };
@@ -341,6 +375,7 @@ async function run(ctx: CliContext): Promise<number> {
         ...(args.token ? { token: args.token } : {}),
         ...(args.callTimeoutMs !== undefined ? { callTimeoutMs: args.callTimeoutMs } : {}),
         ...(args.sessionIdleTimeoutMs !== undefined ? { sessionIdleTimeoutMs: args.sessionIdleTimeoutMs } : {}),
+        ...(args.maxSessions !== undefined ? { maxSessions: args.maxSessions } : {}),
         onSession: (e) => {
           log(`session ${e.id} ${e.type === 'open' ? 'opened' : 'closed'}${e.type === 'open' && e.scope ? ` (servers: ${[...e.scope].join(', ') || 'none'})` : ''}${closeNote(e.reason)}`);
           // The session map is updated after this call returns.
@@ -442,11 +477,15 @@ export const serveCommand: CliCommand = {
       value: 'MS',
       help: 'HTTP: end a session with no request or open stream for MS (default 1800000, 30 min), releasing its servers',
     },
+    'max-sessions': {
+      type: 'string',
+      value: 'N',
+      help: 'HTTP: at most N sessions open at once (default 64); a new one ends the least recently used idle session, or gets 503 when all are in use',
+    },
     separator: { type: 'string', value: 'SEP', help: 'tool and prompt names mcp<SEP><server><SEP><tool> (default __; letters, digits, _ and - only)' },
     tools: { type: 'string', value: 'all|search|auto', help: 'all: list every tool (default); search: only search_tools + call_tool (found tools join the list); auto: all while under the caps, else pinned and most used tools + the search pair' },
     'max-tools': { type: 'string', value: 'N', help: 'auto: list every tool only while a session has at most N (e.g. 128 for VS Code, 40 for Cursor); implies --tools auto' },
-    cluster: { type: 'string', value: 'REDIS', help: 'HTTP: one replica of a gateway sharing approvals (and more) in Redis: a redis:// URL or a unix socket path; needs --workspace-id (docs/cluster.md)' },
-    'workspace-id': { type: 'string', value: 'ID', help: 'with --cluster: the name every replica of this gateway shares in Redis' },
+    ...clusterTargetOptions,
     'auth-issuer': { type: 'string', value: 'URL', help: "with --cluster: your identity provider's issuer; clients send its JWT access tokens (scope mcp:servers or mcp:server:<name>)" },
     'auth-jwks': { type: 'string', value: 'URL', help: "with --cluster: the identity provider's JWKS URL (its signing keys)" },
     'public-url': { type: 'string', value: 'URL', help: 'with --cluster: the URL clients reach the gateway at (the tokens\' audience; default the listening URL)' },

@@ -1,0 +1,101 @@
+/**
+ * `auth SERVER --cluster` / `logout SERVER --cluster` (docs/cluster-gaps.md):
+ * a terminal sign-in whose tokens go to the cluster's sealed credential
+ * store in Redis, under the gateway's identity, so a replica connects the
+ * server without a sign-in of its own; `logout --cluster` removes them.
+ * The built binary against the local OAuth fixture, the "browser" being
+ * fetches of the printed URL; a real redis-server and a real replica.
+ */
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
+import { runCliCaptured } from '../helpers/cli.js';
+import { waitFor } from '../helpers/processes.js';
+import { cliMain, textOf } from '../gateway/support.js';
+import { ClusterFixture } from './support.js';
+
+const SECRET = 'c'.repeat(64);
+const withSecret = { MCP_RECONCILER_CLUSTER_SECRET: SECRET };
+
+describe('auth / logout SERVER --cluster: sign in once for every replica', () => {
+  const fx = new ClusterFixture();
+  let oauth: OAuthFixture;
+
+  const credentialKeys = async (): Promise<string[]> => (await fx.redis.command(['KEYS', `mcpr:{${fx.workspaceId}}:cred:gateway:*`])).split('\r\n').filter((l) => l.startsWith('mcpr:'));
+  const cli = (argv: string[], env: NodeJS.ProcessEnv = withSecret) => runCliCaptured([...argv, ...fx.ws.args()], { ...fx.ws.env(), ...env }, fx.ws.root);
+
+  beforeAll(async () => {
+    await fx.startRedis();
+    oauth = await startOAuthFixture();
+    fx.ws.writeUser({ remote: { type: 'http', url: oauth.url } });
+  });
+
+  afterAll(async () => {
+    const left = await fx.stop();
+    await oauth.close();
+    expect(left).toBe(0);
+  });
+
+  it('says what is wrong: no secret, an unknown server, Redis unreachable, a half-given cluster', async () => {
+    const noSecret = await cli(['auth', 'remote', ...fx.clusterArgs()], {});
+    expect(noSecret.code, noSecret.stderr).toBe(2);
+    expect(noSecret.stderr).toMatch(/--cluster needs \$MCP_RECONCILER_CLUSTER_SECRET: a cluster keeps OAuth credentials in Redis sealed with it/);
+    const unknown = await cli(['auth', 'nope', ...fx.clusterArgs()]);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toMatch(/no MCP server named "nope" is configured/);
+    expect(unknown.stderr).toMatch(/configured servers: remote/);
+    const unreachable = await cli(['logout', 'remote', '--cluster', `${fx.redis.socket}.missing`, '--workspace-id', fx.workspaceId]);
+    expect(unreachable.code).not.toBe(0);
+    expect(unreachable.stderr).toMatch(/cannot reach Redis at .*\.missing/);
+    const half = await cli(['auth', 'remote', '--cluster', fx.redis.socket]);
+    expect(half.code).toBe(2);
+    expect(half.stderr).toMatch(/--cluster needs --workspace-id/);
+    const both = await cli(['logout', 'remote', ...fx.clusterArgs(), '--token-store', '/tmp/x.json']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/--token-store and --cluster exclude each other/);
+  }, 120_000);
+
+  it('auth --cluster stores sealed tokens in Redis; a replica then connects the server without a sign-in; logout --cluster removes them', async () => {
+    const child = spawn(process.execPath, [cliMain, 'auth', 'remote', ...fx.clusterArgs(), '--timeout', '120000', ...fx.ws.args()], {
+      env: { ...fx.ws.env(), ...withSecret },
+      cwd: fx.ws.root,
+      stdio: 'pipe',
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (out += s));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      let authorizeUrl: string | undefined;
+      await waitFor(() => (authorizeUrl = /https?:\/\/\S+\/authorize\S*/.exec(out)?.[0]) !== undefined || child.exitCode !== null, 'the authorization URL', 60_000);
+      expect(authorizeUrl, `auth exited (${String(child.exitCode)}) before printing a URL:\n${out}`).toBeDefined();
+      // The browser step: the authorization server redirects to the CLI's loopback receiver.
+      const authorize = await fetch(authorizeUrl!, { redirect: 'manual' });
+      expect((await fetch(authorize.headers.get('location')!)).status).toBe(200);
+      expect(await exited, out).toBe(0);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+    expect(out).toContain(`Authorised "remote"; tokens stored in cluster workspace ${fx.workspaceId} (Redis at ${fx.redis.socket}, sealed)`);
+    expect(oauth.counts.authorization_code).toBe(1);
+    const stored = await credentialKeys();
+    expect(stored.length).toBeGreaterThan(0);
+
+    // A replica started afterwards: the session's call reaches the server with the stored tokens, nobody signs in.
+    const a = await fx.replica('a', [], withSecret);
+    const s = await a.open('?servers=remote');
+    await waitFor(async () => (await s.client.listTools()).tools.some((t) => t.name === 'mcp__remote__echo'), 'the replica to list mcp__remote__echo', 60_000);
+    const r = await s.client.callTool({ name: 'mcp__remote__echo', arguments: { text: 'signed in from a terminal' } });
+    expect(r.isError, `${textOf(r)}\n${a.serve.stderr}`).toBeFalsy();
+    expect(textOf(r)).toBe('signed in from a terminal');
+    expect(a.serve.stderr).not.toMatch(/needs a sign-in/);
+    expect(oauth.counts.authorization_code).toBe(1);
+
+    const out2 = await cli(['logout', 'remote', ...fx.clusterArgs()]);
+    expect(out2.code, out2.stderr).toBe(0);
+    expect(out2.stdout).toContain(`Removed the stored OAuth credentials of "remote" from cluster workspace ${fx.workspaceId}`);
+    expect(await credentialKeys()).toEqual([]);
+    const again = await cli(['logout', 'remote', ...fx.clusterArgs(), '--json']);
+    expect(JSON.parse(again.stdout)).toEqual({ server: 'remote', removed: false, workspaceId: fx.workspaceId });
+  }, 240_000);
+});

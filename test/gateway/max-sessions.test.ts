@@ -1,0 +1,94 @@
+/**
+ * `serve --http --max-sessions N`: the gateway's cap on open sessions
+ * (default 64; docs/cluster.md's capacity model needs 2 000 a replica). At
+ * the cap a new initialize ends the least recently used idle session, and
+ * is answered 503 only when every session is in use. Usage errors say what
+ * to change.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCliCaptured } from '../helpers/cli.js';
+import { HttpServe } from './support.js';
+
+const PROTOCOL_VERSION = '2025-06-18';
+
+async function post(url: string, token: string, message: object, sessionId?: string): Promise<{ status: number; sessionId: string | null; text: string }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...(sessionId ? { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL_VERSION } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', ...message }),
+  });
+  return { status: res.status, sessionId: res.headers.get('mcp-session-id'), text: await res.text() };
+}
+
+async function initialize(url: string, token: string): Promise<{ status: number; sessionId: string | null; text: string }> {
+  const init = await post(url, token, {
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'max-sessions-test', version: '1.0.0' } },
+  });
+  if (init.status === 200) expect((await post(url, token, { method: 'notifications/initialized' }, init.sessionId!)).status).toBe(202);
+  return init;
+}
+
+const ping = async (url: string, token: string, sessionId: string): Promise<number> => (await post(url, token, { id: 2, method: 'ping' }, sessionId)).status;
+
+describe('serve --http --max-sessions 3', () => {
+  const gw = new HttpServe();
+  const streams: AbortController[] = [];
+
+  beforeAll(async () => {
+    gw.ws.writeUser({ a: gw.ws.server('1') });
+    await gw.start(['--max-sessions', '3']);
+  });
+
+  afterAll(async () => {
+    for (const s of streams) s.abort();
+    const { code, stderr, left } = await gw.stop();
+    expect(left, 'processes left behind').toBe(0);
+    expect(code, stderr).toBe(0);
+  });
+
+  it('the fourth initialize ends the least recently used idle session; with every session in use it is 503 naming the cap', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const init = await initialize(gw.url, gw.token);
+      expect(init.status, init.text).toBe(200);
+      ids.push(init.sessionId!);
+    }
+    const fourth = await initialize(gw.url, gw.token);
+    expect(fourth.status, fourth.text).toBe(200);
+    expect(await ping(gw.url, gw.token, ids[0]!)).toBe(404);
+    expect(gw.serve!.stderr).toMatch(new RegExp(`session ${ids[0]} closed \\(the least recently used idle session, ended to make room for a new one\\)`));
+
+    // Every open session in use (its standalone SSE stream open): no room.
+    for (const id of [ids[1]!, ids[2]!, fourth.sessionId!]) {
+      const abort = new AbortController();
+      const res = await fetch(gw.url, {
+        headers: { authorization: `Bearer ${gw.token}`, accept: 'text/event-stream', 'mcp-session-id': id, 'mcp-protocol-version': PROTOCOL_VERSION },
+        signal: abort.signal,
+      });
+      expect(res.status).toBe(200);
+      streams.push(abort);
+    }
+    const refused = await initialize(gw.url, gw.token);
+    expect(refused.status).toBe(503);
+    expect(refused.text).toMatch(/the gateway has 3 sessions and every one is in use/);
+  });
+
+  it('usage errors: not a whole number from 1 to 100000, or without --http', async () => {
+    const { ws } = gw;
+    for (const bad of ['0', 'many', '100001', '2.5']) {
+      const r = await runCliCaptured(['serve', '--http', '--max-sessions', bad, ...ws.args()], ws.env(), ws.root);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/--max-sessions must be a whole number from 1 to 100000/);
+    }
+    const stdio = await runCliCaptured(['serve', '--stdio', '--max-sessions', '10', ...ws.args()], ws.env(), ws.root);
+    expect(stdio.code, stdio.stderr).toBe(2);
+    expect(stdio.stderr).toMatch(/--max-sessions applies to --http only/);
+  });
+});
