@@ -38,6 +38,13 @@ async function run(ws: Workspace, ...argv: string[]) {
   return r;
 }
 
+/** {@link run}, which must exit 0 (its stderr is the failure message when it does not). */
+async function succeeds(ws: Workspace, ...argv: string[]) {
+  const r = await run(ws, ...argv);
+  expect(r.code, r.stderr).toBe(0);
+  return r;
+}
+
 function noStack(text: string): void {
   expect(text).not.toMatch(/\n\s+at /);
 }
@@ -60,8 +67,7 @@ describe('status', () => {
 
   it('prints a table and a hint for servers waiting for approval', async () => {
     const ws = setup('notes');
-    const r = await run(ws, 'status');
-    expect(r.code).toBe(0);
+    const r = await succeeds(ws, 'status');
     expect(r.stdout).toMatch(/^NAME\s+SCOPE\s+STATE\s+TOOLS\s+TOKENS\s+REASON/);
     expect(r.stdout).toMatch(/notes\s+user\s+connected\s+5\s+[1-9]\d*\s/);
     expect(r.stdout).toMatch(/^total: 5 tools, [1-9]\d* tokens \(o200k_base\)$/m);
@@ -73,8 +79,7 @@ describe('status', () => {
 describe('tools', () => {
   it('--json lists registered tools and the skipped ones', async () => {
     const ws = setup('notes', 'tasks');
-    const r = await run(ws, 'tools', '--json');
-    expect(r.code).toBe(0);
+    const r = await succeeds(ws, 'tools', '--json');
     const doc = JSON.parse(r.stdout) as { tools: RegisteredTool[]; skipped: Array<{ server: string; rawName: string; reason: string }> };
     const names = doc.tools.map((t) => t.name);
     expect(names).toEqual(expect.arrayContaining(['mcp__notes__echo', 'mcp__tasks__quick']));
@@ -86,8 +91,7 @@ describe('tools', () => {
 
   it('prints a table and names the skipped tools on stderr', async () => {
     const ws = setup('notes', 'tasks');
-    const r = await run(ws, 'tools');
-    expect(r.code).toBe(0);
+    const r = await succeeds(ws, 'tools');
     expect(r.stdout).toMatch(/mcp__notes__echo\s+notes\s+[1-9]\d*\s+Echoes its text argument\./);
     expect(r.stderr).toContain('not registered: tasks/long_job');
   });
@@ -101,13 +105,11 @@ describe('call', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('from the cli\n');
 
-    const json = await run(ws, 'call', 'mcp__notes__add', '{"a":4,"b":5}', '--json');
-    expect(json.code).toBe(0);
+    const json = await succeeds(ws, 'call', 'mcp__notes__add', '{"a":4,"b":5}', '--json');
     expect(JSON.parse(json.stdout)).toMatchObject({ structuredContent: { sum: 9 } });
 
     // The server it talked to is gone once the command returns.
-    const pid = await run(ws, 'call', 'mcp__notes__pid');
-    expect(pid.code).toBe(0);
+    const pid = await succeeds(ws, 'call', 'mcp__notes__pid');
     const serverPid = Number(pid.stdout.trim());
     h.remember(serverPid);
     expect(serverPid).toBeGreaterThan(0);
@@ -165,15 +167,13 @@ describe('--timeout', () => {
     expect(r.stderr).toMatch(/^error: Tool mcp__slow__sleep did not answer within 1 ms; the call was cancelled\nhint: raise the limit with --timeout MS/);
     noStack(r.stderr);
 
-    const quick = await run(ws, 'call', 'mcp__slow__sleep', '{"ms":1}', '--timeout', '30000');
-    expect(quick.code).toBe(0);
+    const quick = await succeeds(ws, 'call', 'mcp__slow__sleep', '{"ms":1}', '--timeout', '30000');
     expect(quick.stdout).toBe('slept\n');
   });
 
   it('status --timeout bounds the wait for servers to settle: a slow one is still connecting', async () => {
     const ws = slowWorkspace(true);
-    const r = await run(ws, 'status', '--json', '--timeout', '1');
-    expect(r.code).toBe(0);
+    const r = await succeeds(ws, 'status', '--json', '--timeout', '1');
     const by = Object.fromEntries((JSON.parse(r.stdout) as { servers: ServerStatus[] }).servers.map((s) => [s.name, s]));
     expect(by.sloth).toMatchObject({ state: 'connecting' });
   });
@@ -192,12 +192,10 @@ describe('--timeout', () => {
 describe('why', () => {
   it('explains a connected server, a gated one, and a tool; an unknown name exits 1 readably', async () => {
     const ws = setup('notes', 'tasks');
-    const ok = await run(ws, 'why', 'notes');
-    expect(ok.code).toBe(0);
+    const ok = await succeeds(ws, 'why', 'notes');
     expect(ok.stdout).toBe('MCP server "notes" is connected with 5 tool(s).\n');
 
-    const gated = await run(ws, 'why', 'docs', '--json');
-    expect(gated.code).toBe(0);
+    const gated = await succeeds(ws, 'why', 'docs', '--json');
     expect(JSON.parse(gated.stdout)).toEqual({
       kind: 'server',
       name: 'docs',
@@ -207,8 +205,7 @@ describe('why', () => {
       fix: expect.stringContaining('mcp-reconciler approve docs'),
     });
 
-    const skipped = await run(ws, 'why', 'mcp__tasks__long_job');
-    expect(skipped.code).toBe(0);
+    const skipped = await succeeds(ws, 'why', 'mcp__tasks__long_job');
     expect(skipped.stdout).toMatch(/not registered: .*taskSupport/);
 
     const unknown = await run(ws, 'why', 'nosuch');
@@ -221,8 +218,7 @@ describe('why', () => {
   it('finds the server of a tool whose server name was sanitised', async () => {
     const ws = h.workspace('mcp-cli-run-');
     ws.writeMcpJson({ 'team.docs': stdioFixtureConfig('basic-server', { args: [`--marker=${ws.root}`] }) });
-    const r = await run(ws, 'why', 'mcp__team_docs__echo', '--json');
-    expect(r.code).toBe(0);
+    const r = await succeeds(ws, 'why', 'mcp__team_docs__echo', '--json');
     expect(JSON.parse(r.stdout)).toMatchObject({ kind: 'tool', name: 'mcp__team_docs__echo', reason: 'pending_approval' });
     expect(JSON.parse(r.stdout).message).toContain('MCP server "team.docs" is waiting for your approval');
   });
@@ -231,16 +227,14 @@ describe('why', () => {
 describe('approve / reject', () => {
   it('reject then approve change what the next run does; --json reports the decision', async () => {
     const ws = setup();
-    const rejected = await run(ws, 'reject', 'docs');
-    expect(rejected.code).toBe(0);
+    const rejected = await succeeds(ws, 'reject', 'docs');
     expect(rejected.stdout).toMatch(/^rejected "docs" for its current config/);
     const status1 = JSON.parse((await run(ws, 'status', '--json')).stdout) as { servers: ServerStatus[] };
     expect(status1.servers.find((s) => s.name === 'docs')).toMatchObject({ state: 'rejected', reason: 'rejected' });
     const why = await run(ws, 'why', 'docs');
     expect(why.stdout).toMatch(/was rejected\.\nfix: .*approve docs.*edit the config/);
 
-    const approved = await run(ws, 'approve', 'docs', '--json');
-    expect(approved.code).toBe(0);
+    const approved = await succeeds(ws, 'approve', 'docs', '--json');
     expect(JSON.parse(approved.stdout)).toMatchObject({ server: 'docs', decision: 'approved', root: ws.root });
     const status2 = JSON.parse((await run(ws, 'status', '--json')).stdout) as { servers: ServerStatus[] };
     const docs = status2.servers.find((s) => s.name === 'docs');
