@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalRoot, FileApprovalStore } from '../../src/approvals/store.js';
-import { runCliCaptured, type CliRun as Run } from '../helpers/cli.js';
+import { runCliCaptured, serverVerdicts, type CliRun as Run } from '../helpers/cli.js';
 import { cliBin } from '../helpers/fixtures.js';
 
 const repo = resolve(import.meta.dirname, '../..');
@@ -255,15 +255,8 @@ describe('the built binary', () => {
     const r = await run(demoArgs());
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    const doc = JSON.parse(r.stdout) as { servers: ServerRow[] };
-    expect(doc.servers.map((s) => [s.name, s.scope, s.verdict])).toEqual([
-      ['docs', 'project', 'pending_approval'],
-      ['linter', 'workspace', 'pending_approval'],
-      ['metrics', 'workspace', 'pending_approval'],
-      ['notes', 'user', 'admitted'],
-      ['scratch', 'user', 'excluded'],
-      ['tickets', 'project', 'pending_approval'],
-    ]);
+    expect(serverVerdicts(r.stdout)).toEqual(['docs project pending_approval', 'linter workspace pending_approval', 'metrics workspace pending_approval',
+      'notes user admitted', 'scratch user excluded', 'tickets project pending_approval']);
   });
 
   it('a usage error exits 2', async () => {

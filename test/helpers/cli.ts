@@ -51,3 +51,9 @@ export async function runCliOnTerminal(
   });
   return { code, stdout, stderr };
 }
+
+/** `config --json`'s servers as `NAME SCOPE VERDICT`, in the order printed. */
+export function serverVerdicts(stdout: string): string[] {
+  const doc = JSON.parse(stdout) as { servers: { name: string; scope: string; verdict: string }[] };
+  return doc.servers.map((s) => `${s.name} ${s.scope} ${s.verdict}`);
+}
