@@ -88,7 +88,9 @@ export function stateNameOf(snapshot: ServerSnapshotLike): ServerStateName {
     if (NAMES.has(value)) return value as ServerStateName;
   } else if (value && typeof value === 'object' && 'live' in value) {
     const inner = value.live;
-    const name = typeof inner === 'string' ? inner : inner ? Object.keys(inner)[0] : undefined;
+    // The first key without an array of them: this runs at every transition of every server.
+    let name: string | undefined = typeof inner === 'string' ? inner : undefined;
+    if (inner && typeof inner === 'object') for (const key in inner) if (Object.hasOwn(inner, key)) { name = key; break; }
     if (name === 'connecting' || name === 'connected' || name === 'reconnecting' || name === 'dormant') return name;
   }
   throw new Error(`not a server machine state: ${JSON.stringify(value)}`);

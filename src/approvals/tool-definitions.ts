@@ -11,6 +11,7 @@
  * server's current definitions. Kept in one 0600 JSON file per workspace
  * beside the listing cache (in memory only without one).
  */
+import deepEqual from 'fast-deep-equal';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { isPlainObject } from '../util/persist.js';
 import { stableHash } from '../util/stable-hash.js';
@@ -42,13 +43,14 @@ interface Record_ {
 }
 
 /**
- * Whether two listings of a tool define it alike. Equal JSON is the common
- * case (a server listing what it listed before) and far cheaper than two
- * hashes: a warm start reviews every cached tool (docs/performance.md). Key
- * order alone is no change, so unequal JSON is settled by the hashes.
+ * Whether two listings of a tool define it alike. Equal values are the common
+ * case (a server listing what it listed before), and comparing them in place
+ * is far cheaper than two hashes or two JSON texts: a warm start reviews
+ * every cached tool (docs/performance.md). Anything else (a key that is
+ * there but `undefined`, say) is settled by the hashes.
  */
 function sameDefinition(a: Tool, b: Tool): boolean {
-  return JSON.stringify(a) === JSON.stringify(b) || definitionHash(a) === definitionHash(b);
+  return deepEqual(a, b) || definitionHash(a) === definitionHash(b);
 }
 
 /** The drift of `tools` against `accepted`, or undefined when there is none. */

@@ -30,7 +30,7 @@ import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprot
 import { appDir, isPlainObject, writeFileAtomic } from '../util/persist.js';
 import { readTrusted } from '../util/file-trust.js';
 import { registeredToolName } from '../registry/naming.js';
-import { knownTokenCount, seedDefinitionTokens, tokenKey, definitionText } from '../registry/tokens.js';
+import { anyTokenCountKnown, knownTokenCount, seedDefinitionTokens, tokenKey, definitionText } from '../registry/tokens.js';
 
 /**
  * The protocol era a server was last spoken to in (docs/protocol.md): the
@@ -120,6 +120,8 @@ function isCounts(v: unknown): v is Record<string, number> {
 
 /** The counts already known of `server`'s tools as they register: peeked, never counted (no tokenizer load). */
 function knownCounts(server: string, tools: readonly Tool[]): Record<string, number> | undefined {
+  // Nothing counted or seeded yet (no host asked for tokens): no definition text to build per tool.
+  if (!anyTokenCountKnown()) return undefined;
   let out: Record<string, number> | undefined;
   for (const t of tools) {
     const text = definitionText({ name: registeredToolName(server, t.name), description: t.description, inputSchema: t.inputSchema });

@@ -183,13 +183,17 @@ export function childEnv(
   const out: Record<string, string> = {};
   let decisions = decided.get(policy);
   if (!decisions) decided.set(policy, (decisions = new Map()));
-  for (const [name, value] of Object.entries(parentEnv)) {
+  // Names first, values only of inherited names: reading `process.env` makes a new string per
+  // value, and most of a host's variables are not passed on (garbage at every spawn, docs/performance.md).
+  for (const name of Object.keys(parentEnv)) {
+    let inherit = decisions.get(name);
+    if (inherit === undefined) decisions.set(name, (inherit = inheritsVariable(name, policy)));
+    if (!inherit) continue;
+    const value = parentEnv[name];
     if (value === undefined) continue;
     // An exported shell function (`() { …`) is code, not a setting (Shellshock); the SDK skips them too.
     if (value.startsWith('()')) continue;
-    let inherit = decisions.get(name);
-    if (inherit === undefined) decisions.set(name, (inherit = inheritsVariable(name, policy)));
-    if (inherit) out[name] = value;
+    out[name] = value;
   }
   for (const [name, value] of Object.entries(overlay ?? {})) out[name] = value;
   return out;

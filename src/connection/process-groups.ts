@@ -5,7 +5,7 @@
  * time a process tree used. Linux reads /proc; other Unixes ask `ps`.
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 
 export const DEFAULT_GRACE_MS = 2_000;
 /** SIGKILL cannot be ignored; this bound only keeps a process stuck in the kernel from hanging dispose. */
@@ -47,17 +47,47 @@ function procState(pid: number): { state: string; pgrp: number } | undefined {
   }
 }
 
+/**
+ * One buffer for every stat read: the connect limiter samples each starting
+ * server every 50 ms, and a `readFileSync` per sample (its chunks, the
+ * string, the split fields) was garbage that grew the host's young
+ * generation during a 50-server start (docs/performance.md).
+ */
+const statBuffer = Buffer.allocUnsafe(4096);
+const SPACE = 0x20;
+const CLOSE_PAREN = 0x29;
+
 /** utime + stime of one process in clock ticks, from /proc (Linux); undefined when gone or not Linux. */
 export function ownCpuTicks(pid: number): number | undefined {
   if (process.platform !== 'linux') return undefined;
+  let length: number;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // Fields 14 and 15 of stat(5), counted from `state` (field 3) here.
-    return Number(fields[11]) + Number(fields[12]);
+    const fd = openSync(`/proc/${pid}/stat`, 'r');
+    try {
+      length = readSync(fd, statBuffer, 0, statBuffer.length, 0);
+    } finally {
+      closeSync(fd);
+    }
   } catch {
     return undefined;
   }
+  // `pid (comm) state …`: comm may hold spaces and parentheses, so fields count from the last `)`.
+  let at = statBuffer.lastIndexOf(CLOSE_PAREN, length - 1);
+  if (at < 0) return undefined;
+  at += 2;
+  // Fields 14 and 15 of stat(5) (utime, stime) are the 12th and 13th from `state` (field 3).
+  let total = 0;
+  for (let field = 0; field < 13; field++) {
+    const end = statBuffer.indexOf(SPACE, at);
+    if (end < 0 || end > length) return undefined;
+    if (field >= 11) {
+      let n = 0;
+      for (let i = at; i < end; i++) n = n * 10 + (statBuffer[i]! - 0x30);
+      total += n;
+    }
+    at = end + 1;
+  }
+  return total;
 }
 
 /**

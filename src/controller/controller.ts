@@ -402,7 +402,8 @@ export class McpController {
       clearTimeout(timer);
       const now = performance.now();
       let next = Infinity;
-      for (const ref of this.ws.servers().values()) {
+      // The actors as they are, no name map: this runs at every transition of every server.
+      for (const ref of this.ws.serverRefs()) {
         const until = waitUntil(ref);
         if (until === undefined || until <= now) continue;
         if (until === Infinity) {

@@ -117,6 +117,15 @@ export class Workspace implements WorkspaceParts {
     return out;
   }
 
+  /**
+   * The reconciler's server actors as it holds them, without the name map and
+   * system-id checks of {@link servers}: for scans that run at every
+   * transition and skip actors that are not active anyway.
+   */
+  serverRefs(): readonly ServerActorRef[] {
+    return this.reconciler ? Object.values(this.reconciler.getSnapshot().context.servers) : [];
+  }
+
   /** The reconciler runs (started and not stopped), so it can be told. */
   running(): boolean {
     return this.started && this.reconciler?.getSnapshot().status === 'active';

@@ -280,6 +280,8 @@ export class ToolRegistry {
   private readonly byPrefix = new Map<string, Set<string>>();
   /** `records`' keys in code-unit order, kept until a record is added or removed (every `tools()` call wants them). */
   private sorted: string[] | undefined;
+  /** `tools()` as last built, until any server's entries change (a host re-reads it at every `tools-changed`). */
+  private toolList: readonly RegisteredTool[] | undefined;
 
   constructor(private readonly options: ToolRegistryOptions = {}) {
     this.resources = new ResourceRegistry(options);
@@ -379,7 +381,8 @@ export class ToolRegistry {
 
   /** Every registered tool, by server name then listing order. */
   tools(): RegisteredTool[] {
-    return this.sortedServers().flatMap((s) => this.records.get(s)!.tools);
+    this.toolList ??= this.sortedServers().flatMap((s) => this.records.get(s)!.tools);
+    return this.toolList.slice();
   }
 
   /** Every registered prompt, by server name then listing order. */
@@ -447,6 +450,7 @@ export class ToolRegistry {
     this.records.clear();
     this.byPrefix.clear();
     this.sorted = undefined;
+    this.toolList = undefined;
     this.filters.clear();
     this.toolIndex.clear();
     this.promptIndex.clear();
@@ -473,6 +477,7 @@ export class ToolRegistry {
   private forgetRecord(server: string): void {
     this.records.delete(server);
     this.sorted = undefined;
+    this.toolList = undefined;
     const prefix = this.prefixOf(server);
     const mates = this.byPrefix.get(prefix);
     mates?.delete(server);
@@ -528,6 +533,7 @@ export class ToolRegistry {
     if (built.tools && tools) {
       for (const t of rec.tools) this.toolIndex.delete(t.name);
       rec.tools = built.tools.registered;
+      this.toolList = undefined;
       rec.skipped = built.tools.skipped;
       rec.rawTools = tools;
       for (const t of rec.tools) this.toolIndex.set(t.name, t);
@@ -622,6 +628,7 @@ export class ToolRegistry {
     for (const t of rec.tools) this.toolIndex.delete(t.name);
     for (const p of rec.prompts) this.promptIndex.delete(p.name);
     rec.tools = [];
+    this.toolList = undefined;
     rec.prompts = [];
     rec.skipped = [];
     delete rec.rawTools;
@@ -700,11 +707,16 @@ export class ToolRegistry {
       problems.push(`it lists ${kind} ${quoteList([...duplicates])} more than once`);
       details[`duplicate_${kind}s`] = [...duplicates];
     }
+    // Distinct raw names per registered name, in listing order (no copies per entry: every commit runs this).
     const byName = new Map<string, string[]>();
-    for (const r of registered) byName.set(r.name, [...(byName.get(r.name) ?? []), r.rawName]);
-    const clashes = [...byName].filter(([, raws]) => new Set(raws).size > 1);
-    for (const [name, raws] of clashes) problems.push(`${kind}s ${quoteList([...new Set(raws)])} both become ${name}`);
-    if (clashes.length > 0) details[`clashing_${kind}s`] = clashes.map(([name, raws]) => ({ name, rawNames: [...new Set(raws)] }));
+    for (const r of registered) {
+      const raws = byName.get(r.name);
+      if (!raws) byName.set(r.name, [r.rawName]);
+      else if (!raws.includes(r.rawName)) raws.push(r.rawName);
+    }
+    const clashes = byName.size === registered.length ? [] : [...byName].filter(([, raws]) => raws.length > 1);
+    for (const [name, raws] of clashes) problems.push(`${kind}s ${quoteList(raws)} both become ${name}`);
+    if (clashes.length > 0) details[`clashing_${kind}s`] = clashes.map(([name, raws]) => ({ name, rawNames: [...raws] }));
     const taken: { name: string; rawName: string; owner: string; ownerRawName: string }[] = [];
     for (const r of registered) {
       const owner = index.get(r.name);

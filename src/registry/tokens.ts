@@ -79,6 +79,11 @@ export function knownTokenCount(key: string): number | undefined {
   return known.get(key);
 }
 
+/** Whether any count is known (counted or seeded): until then every {@link knownTokenCount} is `undefined`. */
+export function anyTokenCountKnown(): boolean {
+  return known.size > 0;
+}
+
 /**
  * Counts known from elsewhere (the listing cache, SPEC §12), by
  * {@link tokenKey}: a definition with a known count is not tokenized again.

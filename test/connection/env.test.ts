@@ -83,6 +83,19 @@ describe('childEnv (SPEC §8.2)', () => {
     expect(childEnv({ PATH: '/bin', TERM: '() { :;}; echo pwned' }, undefined)).toEqual({ PATH: '/bin' });
   });
 
+  it('reads the values of inherited variables only: a credential it drops is never read', () => {
+    // process.env makes a new string at each read; a spawn must not read (and copy) what it drops.
+    const read: string[] = [];
+    const watched = new Proxy(parent, {
+      get(target, name, receiver) {
+        if (typeof name === 'string') read.push(name);
+        return Reflect.get(target, name, receiver) as unknown;
+      },
+    });
+    expect(childEnv(watched, undefined)).toEqual({ PATH: '/usr/bin', HOME: '/home/me', LANG: 'C.UTF-8' });
+    expect(read.sort()).toEqual(['HOME', 'LANG', 'PATH']);
+  });
+
   it("lets the server's own env overlay win, including credential-shaped names", () => {
     const env = childEnv(parent, { GITHUB_TOKEN: 'mine', PATH: '/opt/bin', EXTRA: 'x' });
     expect(env.GITHUB_TOKEN).toBe('mine');
