@@ -123,6 +123,8 @@ function requestStateOf(body: unknown): string | undefined {
 /** Who a request comes from, per {@link HttpGatewayOptions.authenticate}. */
 export interface GatewayPrincipal {
   principal: string;
+  /** The principal's key for what is its own (its per-principal servers' credentials, docs/cluster-principals.md); default {@link principal}. */
+  id?: string;
   /** The servers it may use; `undefined` for every server. */
   servers: SessionScope;
 }
@@ -380,6 +382,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     }
     const gateway = createSessionServer(pool, {
       transport: 'http',
+      ...(who ? { principal: who.id ?? who.principal } : {}),
       ...(scope !== undefined ? { scope } : {}),
       ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
     });
