@@ -315,12 +315,15 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
    * attached (its servers held) while requests or listen streams come, and
    * leaves the pool after the session idle timeout, like a 2025 session.
    */
-  const laneFor = (scope: SessionScope, res: ServerResponse): HttpLane => {
-    const key = laneKey(scope);
+  const laneFor = (scope: SessionScope, res: ServerResponse, who?: GatewayPrincipal): HttpLane => {
+    // A scope naming per-principal servers gets a lane per principal: their connections are the principal's own (docs/cluster-principals.md).
+    const principal = who && pool.perPrincipal(scope) ? (who.id ?? who.principal) : undefined;
+    const key = principal === undefined ? laneKey(scope) : `${principal}/${laneKey(scope)}`;
     let l = lanes.get(key);
     if (!l) {
       const lane = createModernHttpLane(pool, {
         scope,
+        ...(principal !== undefined ? { principal } : {}),
         ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
         ...(options.requestStateGenerator ? { requestStateGenerator: options.requestStateGenerator } : {}),
       });
@@ -483,7 +486,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     } catch (err) {
       return jsonRpcError(res, 400, `${describeError(err)}${err instanceof McpReconcilerError && err.hint ? ` (${err.hint})` : ''}`);
     }
-    const lane = laneFor(scope, res);
+    const lane = laneFor(scope, res, who);
     // A listen stream naming resources holds their subscriptions while it is open.
     const uris = listenedResources(body);
     if (uris.length > 0) res.once('close', lane.lane.resources.watch(uris));

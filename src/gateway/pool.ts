@@ -316,8 +316,8 @@ export class GatewayPool {
     return entry.pool.controller;
   }
 
-  /** Whether a session of `scope` names a per-principal server. */
-  private namesPerPrincipal(scope: SessionScope): boolean {
+  /** Whether a session of `scope` names a per-principal server (its principal's own controller serves it). */
+  perPrincipal(scope: SessionScope): boolean {
     const servers = this.options.principals?.servers();
     if (!servers || servers.size === 0) return false;
     return scope === undefined || [...scope].some((s) => servers.has(s));
@@ -342,7 +342,7 @@ export class GatewayPool {
   /** Attach `session` to its principal's pool too, when its scope names a per-principal server. */
   private attachPrincipal(session: PoolSession, listener: SessionListener): void {
     const principal = session.principal;
-    if (principal === undefined || !this.namesPerPrincipal(session.scope)) return;
+    if (principal === undefined || !this.perPrincipal(session.scope)) return;
     const entry = this.principalEntry(principal);
     if (entry.sessions.has(session.id)) return;
     clearTimeout(entry.idle);

@@ -11,6 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -59,7 +60,7 @@ describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself
   let team: OAuthFixture;
   let a: Replica;
   let b: Replica;
-  const clients: Client[] = [];
+  const clients: Array<Client | ClientV2> = [];
 
   /** A session of `sub` on `replica` whose client takes URL elicitations; the URLs it was sent. */
   async function openWithUrlElicitation(replica: Replica, sub: string, query: string): Promise<{ client: Client; urls: string[] }> {
@@ -154,5 +155,28 @@ describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself
     expect(textOf(await dave.client.callTool({ name: 'mcp__team__echo', arguments: { text: 'dave' } }))).toBe('dave');
     expect(team.calls.map((c) => c.user)).toEqual(['the-gateway', 'the-gateway']);
     expect(await keys(fx, `mcpr:{${fx.workspaceId}}:cred:*:${hash(team.url)}`)).toEqual([`mcpr:{${fx.workspaceId}}:cred:gateway:${hash(team.url)}`]);
+  }, 400_000);
+
+  it('on the stateless 2026-07-28 lane too, each principal calls through its own credentials, on the same replica and scope', async () => {
+    const before = personal.calls.length;
+    /** A 2026-07-28 client of `sub` on B, scoped to the per-principal server. */
+    const open = async (sub: string): Promise<ClientV2> => {
+      const client = new ClientV2({ name: 'principal-test-2026', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+      clients.push(client);
+      await client.connect(new HttpV2(new URL(`${b.url}?servers=personal`), { requestInit: { headers: { authorization: `Bearer ${await fx.idp.token(sub)}` } } }), { timeout: 60_000 });
+      return client;
+    };
+    for (const sub of ['bob', 'alice']) {
+      const client = await open(sub);
+      await waitFor(async () => (await client.listTools()).tools.some((t) => t.name === 'mcp__personal__echo'), `${sub} to list mcp__personal__echo on the 2026-07-28 lane`, 90_000);
+      expect(textOf(await client.callTool({ name: 'mcp__personal__echo', arguments: { text: sub } }))).toBe(sub);
+    }
+    expect(personal.calls.slice(before).map((c) => c.user)).toEqual(['bob', 'alice']);
+    // Carol never signed in to it: her lane of the same scope lists none of its tools, and her call reaches nothing.
+    const carol = await open('carol');
+    expect((await carol.listTools()).tools.map((t) => t.name)).not.toContain('mcp__personal__echo');
+    const refused = await carol.callTool({ name: 'mcp__personal__echo', arguments: { text: 'carol' } });
+    expect(refused.isError).toBe(true);
+    expect(personal.calls.slice(before).map((c) => c.user)).toEqual(['bob', 'alice']);
   }, 400_000);
 });
