@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitationCompleteNotificationSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
 import { textOf, type HttpConnected } from '../gateway/support.js';
 import { waitFor } from '../helpers/processes.js';
@@ -63,17 +63,23 @@ describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself
   const clients: Array<Client | ClientV2> = [];
 
   /** A session of `sub` on `replica` whose client takes URL elicitations; the URLs it was sent. */
-  async function openWithUrlElicitation(replica: Replica, sub: string, query: string): Promise<{ client: Client; urls: string[] }> {
+  async function openWithUrlElicitation(replica: Replica, sub: string, query: string): Promise<{ client: Client; urls: string[]; ids: string[]; completed: string[] }> {
     const transport = new StreamableHTTPClientTransport(new URL(`${replica.url}${query}`), { requestInit: { headers: { authorization: `Bearer ${await fx.idp.token(sub)}` } } });
     const client = new Client({ name: 'principal-test', version: '1.0.0' }, { capabilities: { elicitation: { url: {} } } });
     const urls: string[] = [];
+    const ids: string[] = [];
+    const completed: string[] = [];
     client.setRequestHandler(ElicitRequestSchema, (request) => {
-      if (request.params.mode === 'url') urls.push(request.params.url);
+      if (request.params.mode === 'url') {
+        urls.push(request.params.url);
+        ids.push(request.params.elicitationId);
+      }
       return { action: 'accept' };
     });
+    client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => void completed.push(n.params.elicitationId));
     await client.connect(transport);
     clients.push(client);
-    return { client, urls };
+    return { client, urls, ids, completed };
   }
 
   beforeAll(async () => {
@@ -110,6 +116,9 @@ describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself
     await waitFor(async () => (await s.client.listTools()).tools.some((t) => t.name === 'mcp__personal__echo'), 'alice to list mcp__personal__echo', 90_000);
     expect(textOf(await s.client.callTool({ name: 'mcp__personal__echo', arguments: { text: 'from alice' } }))).toBe('from alice');
     expect(personal.calls.map((c) => c.user)).toEqual(['alice']);
+    // The client that was sent the URL is told the sign-in is complete.
+    await waitFor(() => s.completed.length > 0, 'alice\'s session to be told the sign-in is complete', 60_000);
+    expect(s.completed).toEqual(s.ids);
 
     // Her credentials are hers: under her key only, sealed.
     const credKeys = await keys(fx, `mcpr:{${fx.workspaceId}}:cred:*`);

@@ -315,6 +315,12 @@ async function run(ctx: CliContext): Promise<number> {
     });
     if (callback) principalSignIns.set(c, callback);
     c.on('server-state', (e) => {
+      // Signed in: the client that was sent the sign-in URL is told it is done.
+      const asked = e.state === 'connected' ? signInsAsked.get(`${principal}\0${e.name}`) : undefined;
+      if (asked !== undefined) {
+        signInsAsked.delete(`${principal}\0${e.name}`);
+        pool?.principalPool(principal)?.elicitationComplete(e.name, asked);
+      }
       if (e.state === 'failed' || e.state === 'needs_auth') {
         const row = c.status().find((r) => r.name === e.name);
         log(`"${e.name}" of principal ${principal} ${describeReason(e.state)}${row?.lastError ? `: ${row.lastError}` : ''}`);
@@ -322,6 +328,8 @@ async function run(ctx: CliContext): Promise<number> {
     });
     return c;
   };
+  /** The URL elicitation sent for each principal's sign-in of a server (`principal\0server` → its id), until it connects. */
+  const signInsAsked = new Map<string, string>();
   /** A principal's sign-in: logged as the gateway's are, and sent to that principal's session if its client takes URL elicitations. */
   const askToSignIn = (principal: string, server: string, url: URL): void => {
     log(`"${server}" of principal ${principal} needs a sign-in: open ${url.href} (the browser may come back to any replica; the URL works once, for 10 minutes)`);
@@ -331,6 +339,7 @@ async function run(ctx: CliContext): Promise<number> {
       url: url.href,
       message: `Sign in to "${server}" with your own account to use its tools through this gateway (the link works once, for 10 minutes).`,
     };
+    signInsAsked.set(`${principal}\0${server}`, request.elicitationId);
     void pool
       ?.principalPool(principal)
       ?.elicit(server, request, { signal: AbortSignal.timeout(clusterKit!.SIGN_IN_TTL_MS) })
