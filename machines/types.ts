@@ -166,6 +166,13 @@ export interface ServerOAuthConfig {
    * first used with.
    */
   issuer?: string;
+  /**
+   * A clustered gateway (`serve --http --cluster` with the cluster secret)
+   * signs in to this server once per principal, each with its own sealed
+   * credentials and its own connection, instead of once as the gateway
+   * (docs/cluster-principals.md). Elsewhere it changes nothing.
+   */
+  perPrincipal?: boolean;
 }
 
 /** One entry of the desired server map: a validated config with its provenance. */

@@ -28,6 +28,12 @@ export interface SignInRecord {
   resourceMetadataUrl?: string;
   /** The dynamic client registration the code was issued to (pre-registered clients come from the config). */
   clientInformation?: OAuthClientInformationMixed;
+  /**
+   * Whose sign-in it is, for a server signed in per principal
+   * (docs/cluster-principals.md): the tokens go to that principal's
+   * credentials only. Absent: the gateway's own.
+   */
+  principal?: string;
 }
 
 /** Redeems the code of a sign-in record in this process; rejects saying why it could not. */

@@ -17,6 +17,15 @@ import type { Redis, WorkspaceKeys } from './redis.js';
 /** The cluster secret must carry at least this many bytes. */
 export const MIN_SECRET_BYTES = 32;
 
+/**
+ * The key of a principal's own credentials (docs/cluster-principals.md):
+ * `p-` and 32 hex digits of SHA-256 over the issuer and the subject, since
+ * `sub` may hold `:` and is personal data. The gateway's own are `gateway`.
+ */
+export function principalKey(issuer: string, sub: string): string {
+  return `p-${createHash('sha256').update(`${issuer} ${sub}`).digest('hex').slice(0, 32)}`;
+}
+
 /** The 32-byte sealing key of a cluster secret. */
 export function sealingKey(secret: string): Buffer {
   if (Buffer.byteLength(secret) < MIN_SECRET_BYTES) {
@@ -67,7 +76,7 @@ export interface RedisTokenStoreOptions {
   keys: WorkspaceKeys;
   /** The cluster secret (`MCP_RECONCILER_CLUSTER_SECRET`). */
   secret: string;
-  /** Whose credentials: the gateway's own identity towards the managed servers. */
+  /** Whose credentials: `gateway` (the gateway's own identity towards the managed servers) or a {@link principalKey}. */
   principal: string;
   /** Redis operations, counted (docs/cluster.md's unit costs). */
   count?: (op: string) => void;

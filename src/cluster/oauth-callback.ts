@@ -50,7 +50,15 @@ interface Outcome {
 
 interface Waiter {
   urlHash: string;
+  /** Whose sign-in it is (absent: the gateway's): another principal's tokens are not the ones it waits for. */
+  principal: string | undefined;
   settle: (outcome: Outcome) => void;
+}
+
+/** A sign-in callback of one principal's controller (see {@link RedisSignIns.forPrincipal}). */
+export interface PrincipalSignIns extends SharedCallback {
+  /** How that controller redeems codes, once it has said so. */
+  redeemer(): SignInRedeemer | undefined;
 }
 
 /** Options of {@link RedisSignIns}. */
@@ -77,6 +85,7 @@ export class RedisSignIns implements SharedCallback {
   private readonly key: Buffer;
   private readonly waiters = new Map<string, Waiter>();
   private redeem: SignInRedeemer | undefined;
+  private principalRedeemer: ((principal: string) => Promise<SignInRedeemer | undefined>) | undefined;
   private subscriber: Redis | undefined;
   private subscribing: Promise<void> | undefined;
   private closed = false;
@@ -88,6 +97,27 @@ export class RedisSignIns implements SharedCallback {
 
   setRedeemer(redeem: SignInRedeemer): void {
     this.redeem = redeem;
+  }
+
+  /**
+   * The callback of `principal`'s own controller (docs/cluster-principals.md):
+   * its records carry the principal, so whichever replica redeems the code
+   * stores the tokens under that principal's credentials, and only that
+   * principal's sign-ins take the news as theirs.
+   */
+  forPrincipal(principal: string): PrincipalSignIns {
+    let redeem: SignInRedeemer | undefined;
+    return {
+      redirectUrl: this.redirectUrl,
+      expect: (record, signal) => this.expect({ ...record, principal }, signal),
+      setRedeemer: (fn) => void (redeem = fn),
+      redeemer: () => redeem,
+    };
+  }
+
+  /** How a code of `principal`'s sign-in that reaches this replica is redeemed (its controller here, started for it if need be). */
+  setPrincipalRedeemer(find: (principal: string) => Promise<SignInRedeemer | undefined>): void {
+    this.principalRedeemer = find;
   }
 
   async expect(record: SignInRecord, signal: AbortSignal): Promise<void> {
@@ -124,7 +154,7 @@ export class RedisSignIns implements SharedCallback {
         }, delay);
         timer.unref();
       };
-      this.waiters.set(record.state, { urlHash: hashOf(record.serverUrl), settle: done });
+      this.waiters.set(record.state, { urlHash: hashOf(record.serverUrl), principal: record.principal, settle: done });
       if (signal.aborted) return onAbort();
       signal.addEventListener('abort', onAbort, { once: true });
       poll();
@@ -196,8 +226,10 @@ export class RedisSignIns implements SharedCallback {
       return { status: 400, title: 'Authorization failed', text: `The authorization server answered ${escapeHtml(what)} for server "${server}". ${again}` };
     }
     try {
-      if (!this.redeem) throw new Error('this replica redeems no sign-ins (it has no OAuth set up)');
-      await this.redeem(record, code, q.get('iss') ?? undefined);
+      // A principal's sign-in is redeemed by that principal's controller: its tokens go under its key only.
+      const redeem = record.principal === undefined ? this.redeem : await this.principalRedeemer?.(record.principal);
+      if (!redeem) throw new Error(record.principal === undefined ? 'this replica redeems no sign-ins (it has no OAuth set up)' : 'this replica redeems no per-principal sign-ins');
+      await redeem(record, code, q.get('iss') ?? undefined);
     } catch (err) {
       const message = describeError(err);
       this.options.log(`sign-in of "${record.server}" failed here: ${message}`);
@@ -206,7 +238,7 @@ export class RedisSignIns implements SharedCallback {
     }
     this.options.log(`sign-in of "${record.server}" completed here; its tokens are in the cluster's credential store`);
     await this.tell(record, { ok: true });
-    return { status: 200, title: 'Signed in', text: `mcp-reconciler has signed in to server "${server}" for the gateway. You can close this window.` };
+    return { status: 200, title: 'Signed in', text: `mcp-reconciler has signed in to server "${server}" ${record.principal === undefined ? 'for the gateway' : 'for you'}. You can close this window.` };
   }
 
   /** Leave the outcome for the starter to poll, and nudge every replica. */
@@ -216,7 +248,7 @@ export class RedisSignIns implements SharedCallback {
       this.options.count?.('SET');
       await redis.set(`${keys.oauthState(record.state)}:result`, JSON.stringify(outcome), { PX: SIGN_IN_TTL_MS });
       this.options.count?.('PUBLISH');
-      await redis.publish(this.channel(), JSON.stringify({ state: record.state, url: hashOf(record.serverUrl), ok: outcome.ok }));
+      await redis.publish(this.channel(), JSON.stringify({ state: record.state, url: hashOf(record.serverUrl), ...(record.principal !== undefined ? { p: record.principal } : {}), ok: outcome.ok }));
     } catch (err) {
       this.options.log(`telling the other replicas about the sign-in of "${record.server}": ${describeError(err)}`);
     }
@@ -256,7 +288,7 @@ export class RedisSignIns implements SharedCallback {
   }
 
   private nudged(message: string): void {
-    let m: { state?: string; url?: string; ok?: boolean };
+    let m: { state?: string; url?: string; p?: string; ok?: boolean };
     try {
       m = JSON.parse(message) as typeof m;
     } catch {
@@ -268,8 +300,8 @@ export class RedisSignIns implements SharedCallback {
       this.check(m.state!).then((o) => o && own.settle(o), () => undefined);
       return;
     }
-    // Another sign-in of the same server succeeded: the tokens this one waits for are there.
-    if (m.ok) for (const w of [...this.waiters.values()]) if (w.urlHash === m.url) w.settle({ ok: true });
+    // Another sign-in of the same server, for the same principal (or both the gateway's), succeeded: the tokens this one waits for are there.
+    if (m.ok) for (const w of [...this.waiters.values()]) if (w.urlHash === m.url && w.principal === m.p) w.settle({ ok: true });
   }
 }
 

@@ -11,6 +11,7 @@ import { createRemoteJWKSet, jwtVerify, errors as joseErrors, type JWTPayload } 
 import type { GatewayPrincipal, GatewayRefusal } from '../gateway/http.js';
 import type { SessionScope } from '../gateway/scope.js';
 import { describeError } from '../errors.js';
+import { principalKey } from './credentials.js';
 
 /** The scope that grants every server. */
 export const ALL_SERVERS_SCOPE = 'mcp:servers';
@@ -96,6 +97,6 @@ export class PrincipalAuth {
     if (servers !== undefined && servers.size === 0) {
       return this.challenge(403, `the access token of ${payload.sub} grants no server: ask for scope ${ALL_SERVERS_SCOPE} or ${SERVER_SCOPE_PREFIX}<name>`, 'insufficient_scope');
     }
-    return { principal: payload.sub!, servers };
+    return { principal: payload.sub!, id: principalKey(this.options.issuer, payload.sub!), servers };
   }
 }

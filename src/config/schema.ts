@@ -72,6 +72,8 @@ const oauthSchema = z.object({
   signingAlgorithm: nonEmpty.optional(),
   callbackPort: z.number().int().min(1).max(65_535).optional(),
   issuer: z.url({ protocol: /^https?$/, error: "must be the authorization server's issuer URL, e.g. https://auth.example.com" }).optional(),
+  // docs/cluster-principals.md: each principal of a clustered gateway signs in as itself (part of the fingerprint).
+  perPrincipal: z.boolean().optional(),
 });
 
 const entrySchema = z.object({
@@ -168,6 +170,17 @@ export function validateServerEntry(raw: unknown, options: { allowSdk?: boolean 
     problems.push({ path: ['command'], message: 'is required for a stdio server' });
   } else if ((type === 'http' || type === 'sse') && url === undefined) {
     problems.push({ path: ['url'], message: `is required for an ${type} server` });
+  }
+  if (v.oauth?.perPrincipal === true) {
+    if (type !== 'http' && type !== 'sse') {
+      problems.push({ path: ['oauth', 'perPrincipal'], message: 'applies to remote (http or sse) servers only: a stdio server has no OAuth sign-in; remove it' });
+    } else if (v.singleton === true) {
+      // A singleton runs on one replica under one lease; per-principal connections would need a lease per principal (docs/cluster-principals.md).
+      problems.push({
+        path: ['oauth', 'perPrincipal'],
+        message: 'cannot be combined with `singleton: true`: a singleton is one connection for the whole cluster, a per-principal server one connection per principal; remove one of the two',
+      });
+    }
   }
   if (problems.length > 0) return { ok: false, problems };
 

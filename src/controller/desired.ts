@@ -106,7 +106,9 @@ export class DesiredState {
   /** Read every source now: the desired map, per-source settings (merged by computeGating under the reconcile's trust, SPEC §2.3) and issues. */
   async read(): Promise<{ desired: DesiredMap; settings: ScopedSettings[]; issues: ConfigIssue[]; watchPaths: string[] }> {
     const { assembled, watchPaths } = await this.ws.reader.read({ runtime: this.runtimeServers, sdk: this.sdkServers });
-    const desired = this.overlay ? await this.overlay(assembled.desired, assembled.scopedSettings) : assembled.desired;
+    const overlaid = this.overlay ? await this.overlay(assembled.desired, assembled.scopedSettings) : assembled.desired;
+    const select = this.ws.options.selectServers;
+    const desired = select ? select(overlaid) : overlaid;
     return { desired, settings: assembled.scopedSettings, issues: assembled.issues, watchPaths };
   }
 

@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { BackoffPolicy, DesiredServer, LogLevel, ProtocolChoice, Scope, StartupMode, TransportType } from '../../machines/types.js';
+import type { BackoffPolicy, DesiredMap, DesiredServer, LogLevel, ProtocolChoice, Scope, StartupMode, TransportType } from '../../machines/types.js';
 import type { ToolDrift } from '../approvals/tool-definitions.js';
 import type { ConfigIssue, ConfigSource } from '../config/sources.js';
 import type { InputResolver } from '../config/load.js';
@@ -294,6 +294,13 @@ export interface McpControllerOptions {
    * JWT-bearer grant itself. Called whenever a new access token is needed.
    */
   onAuthorizationGrant?: AuthorizationGrantHandler;
+  /**
+   * Narrows the desired map after every read: the servers it leaves out are
+   * as if not configured for this controller. A clustered gateway serves its
+   * per-principal servers from one controller per principal and the others
+   * from its own (docs/cluster-principals.md).
+   */
+  selectServers?: (desired: DesiredMap) => DesiredMap;
   /** OAuth client settings. */
   oauth?: {
     /** Token store, or the path of its JSON file. Default `~/.config/mcp-reconciler/oauth.json` (0600). */

@@ -123,6 +123,8 @@ function requestStateOf(body: unknown): string | undefined {
 /** Who a request comes from, per {@link HttpGatewayOptions.authenticate}. */
 export interface GatewayPrincipal {
   principal: string;
+  /** The principal's key for what is its own (its per-principal servers' credentials, docs/cluster-principals.md); default {@link principal}. */
+  id?: string;
   /** The servers it may use; `undefined` for every server. */
   servers: SessionScope;
 }
@@ -313,12 +315,15 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
    * attached (its servers held) while requests or listen streams come, and
    * leaves the pool after the session idle timeout, like a 2025 session.
    */
-  const laneFor = (scope: SessionScope, res: ServerResponse): HttpLane => {
-    const key = laneKey(scope);
+  const laneFor = (scope: SessionScope, res: ServerResponse, who?: GatewayPrincipal): HttpLane => {
+    // A scope naming per-principal servers gets a lane per principal: their connections are the principal's own (docs/cluster-principals.md).
+    const principal = who && pool.perPrincipal(scope) ? (who.id ?? who.principal) : undefined;
+    const key = principal === undefined ? laneKey(scope) : `${principal}/${laneKey(scope)}`;
     let l = lanes.get(key);
     if (!l) {
       const lane = createModernHttpLane(pool, {
         scope,
+        ...(principal !== undefined ? { principal } : {}),
         ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
         ...(options.requestStateGenerator ? { requestStateGenerator: options.requestStateGenerator } : {}),
       });
@@ -380,6 +385,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     }
     const gateway = createSessionServer(pool, {
       transport: 'http',
+      ...(who ? { principal: who.id ?? who.principal } : {}),
       ...(scope !== undefined ? { scope } : {}),
       ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
     });
@@ -480,7 +486,7 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     } catch (err) {
       return jsonRpcError(res, 400, `${describeError(err)}${err instanceof McpReconcilerError && err.hint ? ` (${err.hint})` : ''}`);
     }
-    const lane = laneFor(scope, res);
+    const lane = laneFor(scope, res, who);
     // A listen stream naming resources holds their subscriptions while it is open.
     const uris = listenedResources(body);
     if (uris.length > 0) res.once('close', lane.lane.resources.watch(uris));

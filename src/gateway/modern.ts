@@ -88,6 +88,8 @@ export interface ModernLaneOptions {
   notifier: () => ModernNotifier | undefined;
   /** Problems worth a log line (a resource subscription a managed server refused). */
   onError?: (message: string) => void;
+  /** The principal whose lane it is, when its scope names per-principal servers (docs/cluster-principals.md). */
+  principal?: string;
 }
 
 /** A scope's place in the pool on the 2026-07-28 lane. */

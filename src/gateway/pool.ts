@@ -77,6 +77,8 @@ export interface PoolSession {
   readonly scope: SessionScope;
   /** `stdio` or `http`, for status and logs. */
   readonly transport: string;
+  /** Who opened it, on a gateway that authenticates principals: its per-principal servers are that principal's own. */
+  readonly principal?: string;
   /** Detach from the pool; idempotent. */
   release(): void;
 }
@@ -155,6 +157,34 @@ export interface GatewayPoolOptions {
   admit?: (servers: string[]) => Promise<void>;
   /** Where servers run (docs/cluster.md, singletons); default: every server here. */
   placement?: ServerPlacement;
+  /** Servers each principal connects to as itself, through a controller of its own (docs/cluster-principals.md). */
+  principals?: PrincipalControllers;
+}
+
+/**
+ * A clustered gateway's per-principal servers (docs/cluster-principals.md):
+ * the pool's own controller leaves them out, and each principal that opens a
+ * session naming one gets a controller of its own with only them (and its
+ * own credentials), created for its first such session and disposed
+ * {@link idleTimeoutMs} after its last one left.
+ */
+export interface PrincipalControllers {
+  /** The servers served per principal now (the config may change them; the pool re-checks after each reconcile). */
+  servers(): ReadonlySet<string>;
+  /** A new, unstarted controller of `principal` with only {@link servers}. */
+  create(principal: string): McpController;
+  /** How long a principal's controller outlives its last session, in ms. */
+  idleTimeoutMs: number;
+}
+
+/** One principal's controller, its own pool, and which of the main pool's sessions are attached to it. */
+interface PrincipalEntry {
+  principal: string;
+  pool: GatewayPool;
+  /** Main session id → the same session's place in the principal's pool. */
+  sessions: Map<string, PoolSession>;
+  /** Disposes the entry once it has had no session for the idle timeout. */
+  idle: NodeJS.Timeout | undefined;
 }
 
 interface SessionEntry {
@@ -188,6 +218,10 @@ export class GatewayPool {
   /** Settles once the latest gate passed (or failed) and its holds were made. */
   private admitted: Promise<void> = Promise.resolve();
   private closed = false;
+  /** Per-principal controllers by principal ({@link GatewayPoolOptions.principals}). */
+  private readonly principalEntries = new Map<string, PrincipalEntry>();
+  /** Controllers of principals being disposed: {@link closePrincipals} waits for them. */
+  private readonly disposing = new Set<Promise<void>>();
 
   constructor(
     readonly controller: McpController,
@@ -218,6 +252,8 @@ export class GatewayPool {
       // A server that appears (config edit) is held at once if a session's scope has it.
       controller.on('server-state', (e) => this.syncHolds([e.name])),
     );
+    // A config edit may make a server per-principal: sessions naming it then need their principal's controller.
+    if (options.principals) this.unsubscribe.push(controller.on('reconciled', () => this.syncPrincipals()));
   }
 
   /**
@@ -237,22 +273,129 @@ export class GatewayPool {
    * Attach a session with `scope`; `listener` hears about registry changes of
    * the servers in its scope from now on.
    */
-  attach(scope: SessionScope, transport: string, listener: SessionListener): PoolSession {
+  attach(scope: SessionScope, transport: string, listener: SessionListener, principal?: string): PoolSession {
     const id = randomUUID();
     const session: PoolSession = {
       id,
       scope,
       transport,
+      ...(principal !== undefined ? { principal } : {}),
       release: () => {
         if (!this.sessions.delete(id)) return;
         for (const [key, asked] of this.urlElicitations) if (asked.listener === listener) this.urlElicitations.delete(key);
         this.syncHolds(this.namesOf(scope));
+        if (principal !== undefined) this.detachPrincipal(principal, id);
       },
     };
     if (this.closed) return session;
     this.sessions.set(id, { session, listener });
     this.syncHolds(this.namesOf(scope));
+    if (principal !== undefined) this.attachPrincipal(session, listener);
     return session;
+  }
+
+  /**
+   * The principal's own pool a session is attached to, with the session's
+   * place in it: where its per-principal servers' tools, prompts and calls
+   * are. `undefined` when it has none.
+   */
+  principalOf(sessionId: string): { pool: GatewayPool; session: PoolSession } | undefined {
+    const principal = this.sessions.get(sessionId)?.session.principal;
+    const entry = principal === undefined ? undefined : this.principalEntries.get(principal);
+    const session = entry?.sessions.get(sessionId);
+    return entry && session ? { pool: entry.pool, session } : undefined;
+  }
+
+  /** `principal`'s own pool, while it has one: its controller's elicitations and sign-ins go to its sessions only. */
+  principalPool(principal: string): GatewayPool | undefined {
+    return this.principalEntries.get(principal)?.pool;
+  }
+
+  /**
+   * `principal`'s controller, started (created when it has none, then
+   * disposed after the idle timeout unless a session of it comes): a sign-in
+   * of that principal redeemed here needs its config and its credentials.
+   */
+  async principalController(principal: string): Promise<McpController | undefined> {
+    if (this.closed || !this.options.principals) return undefined;
+    const entry = this.principalEntry(principal);
+    if (entry.sessions.size === 0) this.idleLater(entry);
+    await entry.pool.start();
+    return entry.pool.controller;
+  }
+
+  /** Whether a session of `scope` names a per-principal server (its principal's own controller serves it). */
+  perPrincipal(scope: SessionScope): boolean {
+    const servers = this.options.principals?.servers();
+    if (!servers || servers.size === 0) return false;
+    return scope === undefined || [...scope].some((s) => servers.has(s));
+  }
+
+  private principalEntry(principal: string): PrincipalEntry {
+    let entry = this.principalEntries.get(principal);
+    if (!entry) {
+      const controller = this.options.principals!.create(principal);
+      const pool: GatewayPool = new GatewayPool(controller, {
+        ...(this.options.onError ? { onError: this.options.onError } : {}),
+        ...(this.options.separator !== undefined ? { separator: this.options.separator } : {}),
+        // Decisions stored elsewhere (a cluster's approvals) are re-read before its servers start, as for the main controller.
+        ...(this.options.admit ? { admit: () => controller.reload() } : {}),
+      });
+      entry = { principal, pool, sessions: new Map(), idle: undefined };
+      this.principalEntries.set(principal, entry);
+    }
+    return entry;
+  }
+
+  /** Attach `session` to its principal's pool too, when its scope names a per-principal server. */
+  private attachPrincipal(session: PoolSession, listener: SessionListener): void {
+    const principal = session.principal;
+    if (principal === undefined || !this.perPrincipal(session.scope)) return;
+    const entry = this.principalEntry(principal);
+    if (entry.sessions.has(session.id)) return;
+    clearTimeout(entry.idle);
+    entry.idle = undefined;
+    entry.sessions.set(session.id, entry.pool.attach(session.scope, session.transport, listener));
+    void entry.pool.start();
+  }
+
+  private detachPrincipal(principal: string, sessionId: string): void {
+    const entry = this.principalEntries.get(principal);
+    const own = entry?.sessions.get(sessionId);
+    if (!entry || !own) return;
+    entry.sessions.delete(sessionId);
+    own.release();
+    if (entry.sessions.size === 0) this.idleLater(entry);
+  }
+
+  /** Dispose `entry` once it has had no session for the idle timeout. */
+  private idleLater(entry: PrincipalEntry): void {
+    clearTimeout(entry.idle);
+    // Unref'd: a gateway shutting down disposes it itself.
+    entry.idle = setTimeout(() => {
+      if (entry.sessions.size === 0 && this.principalEntries.get(entry.principal) === entry) this.disposePrincipal(entry);
+    }, this.options.principals!.idleTimeoutMs).unref();
+  }
+
+  private disposePrincipal(entry: PrincipalEntry): void {
+    this.principalEntries.delete(entry.principal);
+    clearTimeout(entry.idle);
+    entry.pool.close();
+    const done = entry.pool.controller.dispose().catch((err: unknown) => this.options.onError?.(`stopping a principal's controller: ${describeError(err)}`));
+    this.disposing.add(done);
+    void done.then(() => this.disposing.delete(done));
+  }
+
+  /** After a reconcile: attach sessions that now name a per-principal server to their principal's controller. */
+  private syncPrincipals(): void {
+    if (this.closed) return;
+    for (const { session, listener } of [...this.sessions.values()]) if (session.principal !== undefined) this.attachPrincipal(session, listener);
+  }
+
+  /** Dispose every principal's controller ({@link close} starts it); resolves once they are stopped. */
+  async closePrincipals(): Promise<void> {
+    for (const entry of [...this.principalEntries.values()]) this.disposePrincipal(entry);
+    await Promise.all([...this.disposing]);
   }
 
   /**
@@ -267,6 +410,8 @@ export class GatewayPool {
     await this.admitted;
     entry.ready ??= this.untilStarted(entry.session.scope);
     await entry.ready;
+    const own = this.principalOf(sessionId);
+    if (own) await own.pool.ready(own.session.id);
   }
 
   private untilStarted(scope: SessionScope): Promise<void> {
@@ -465,6 +610,7 @@ export class GatewayPool {
    */
   close(): void {
     this.closed = true;
+    void this.closePrincipals();
     for (const off of this.unsubscribe.splice(0)) off();
     this.sessions.clear();
     this.urlElicitations.clear();

@@ -37,6 +37,8 @@ export interface SessionServerOptions {
   transport: string;
   /** Limit of one forwarded call (restarted by each progress notification). Default 600 000. */
   callTimeoutMs?: number;
+  /** Who opened the session, on a gateway that authenticates principals (docs/cluster-principals.md). */
+  principal?: string;
 }
 
 /** A session's server and its place in the pool. */
@@ -78,7 +80,8 @@ export function createSessionServer(pool: GatewayPool, options: SessionServerOpt
       ...listChangeListener(changes),
       elicit: (request, opts) => {
         const caps = server.getClientCapabilities()?.elicitation;
-        if (!caps) return undefined;
+        // A URL elicitation (a sign-in: docs/cluster-principals.md) goes to a client that declared URL mode.
+        if (!caps || (request.mode === 'url' && !caps.url)) return undefined;
         return server.elicitInput(request, opts).then((r) => ({ action: r.action, ...(r.content ? { content: r.content as Record<string, unknown> } : {}) }));
       },
       sample: (request, opts) => (server.getClientCapabilities()?.sampling ? (server.createMessage(request, opts) as Promise<CreateMessageResult>) : undefined),

@@ -55,6 +55,12 @@ export interface SessionCoreOptions {
   callTimeoutMs?: number;
   /** Told about registry changes in the scope, and asked to forward elicitation/sampling (2025 lane only). */
   listener: SessionListener;
+  /**
+   * The principal that opened the session (a clustered gateway): its
+   * per-principal servers are served by that principal's own controller
+   * (docs/cluster-principals.md).
+   */
+  principal?: string;
 }
 
 /** How a request reaches the core: its abort signal, and who sent it (for another replica that answers it). */
@@ -148,10 +154,33 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
     ...(ctx.authorization ? { authorization: ctx.authorization } : {}),
     ...(ctx.forwardedBy ? { forwardedBy: ctx.forwardedBy } : {}),
   });
-  const session = pool.attach(scope, options.transport, options.listener);
+  const session = pool.attach(scope, options.transport, options.listener, options.principal);
   const servers = scope === undefined ? undefined : [...scope];
   // `serve --tools search|auto`: what the list shows, and the search pair.
   const exposure = new SessionExposure(controller, names, scope, () => options.listener.toolsChanged());
+  // The principal's own servers (docs/cluster-principals.md): another pool, with the same names and exposure rules.
+  const exposures = new WeakMap<GatewayPool, SessionExposure>();
+  const own = (): { pool: GatewayPool; session: PoolSession; exposure: SessionExposure } | undefined => {
+    const p = pool.principalOf(session.id);
+    if (!p) return undefined;
+    let e = exposures.get(p.pool);
+    if (!e) exposures.set(p.pool, (e = new SessionExposure(p.pool.controller, p.pool.names, scope, () => options.listener.toolsChanged())));
+    return { ...p, exposure: e };
+  };
+  /**
+   * Where a gateway name of `kind` is served: the pool's controller, or the
+   * principal's one when only that one knows it (or its server).
+   */
+  const targetOf = <K extends 'tool' | 'prompt'>(kind: K, name: string) => {
+    const resolved = kind === 'tool' ? names.resolve('tool', name) : names.resolve('prompt', name);
+    const main = { pool, controller, names, sessionId: session.id, resolved };
+    if (resolved.kind === 'entry') return main;
+    const p = own();
+    if (!p) return main;
+    const theirs = kind === 'tool' ? p.pool.names.resolve('tool', name) : p.pool.names.resolve('prompt', name);
+    if (theirs.kind === 'entry' || theirs.server !== undefined) return { pool: p.pool, controller: p.pool.controller, names: p.pool.names, sessionId: p.session.id, resolved: theirs };
+    return main;
+  };
 
   return {
     session,
@@ -160,6 +189,12 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
     async listTools() {
       await pool.ready(session.id);
       const exposed = exposure.list(names.tools().filter(({ entry }) => inScope(scope, entry.server)));
+      const p = own();
+      if (p) {
+        const theirs = p.exposure.list(p.pool.names.tools().filter(({ entry }) => inScope(scope, entry.server)));
+        exposed.tools.push(...theirs.tools);
+        for (const t of theirs.own) if (!exposed.own.some((o) => o.name === t.name)) exposed.own.push(t);
+      }
       const tools: Tool[] = exposed.tools.map(({ name, entry: t }) => ({
         name,
         ...(t.title !== undefined ? { title: t.title } : {}),
@@ -173,8 +208,7 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
 
     async listPrompts() {
       await pool.ready(session.id);
-      const prompts: Prompt[] = names
-        .prompts()
+      const prompts: Prompt[] = [...names.prompts(), ...(own()?.pool.names.prompts() ?? [])]
         .filter(({ entry }) => inScope(scope, entry.server))
         .map(({ name, entry: p }) => ({
           name,
@@ -189,19 +223,20 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
     // entry's registry name in the same tick, so no registry change can come between.
     async callTool(params, ctx) {
       await pool.ready(session.id);
-      const routed = await exposure.route(params.name, params.arguments);
+      const routed = (await exposure.route(params.name, params.arguments)) ?? (await own()?.exposure.route(params.name, params.arguments));
       if (routed && 'result' in routed) return routed.result;
       const name = routed ? routed.name : params.name;
       const args = routed ? routed.arguments : params.arguments;
-      const resolved = names.resolve('tool', name);
+      // The principal's own servers are called through its controller, never through another principal's.
+      const { pool: target, controller, names, sessionId, resolved } = targetOf('tool', name);
       if (resolved.kind !== 'entry') return errorResult(unservedName(controller, names, scope, 'Tool', name, resolved));
       const { server: owner, name: registryName } = resolved.entry;
       if (!inScope(scope, owner)) return errorResult(outsideScope('Tool', name, owner, scope));
-      const endCall = pool.trackCall(session.id, owner, ctx.requestId);
+      const endCall = target.trackCall(sessionId, owner, ctx.requestId);
       const ask = (request: Parameters<typeof approvalElicitation>[1]): Promise<ElicitationAnswer> => ctx.approve!(approvalElicitation(name, request));
       try {
         // A server that runs on another replica (a cluster singleton): that replica answers.
-        const placement = pool.placement;
+        const placement = target.placement;
         if (placement && !placement.local(owner)) {
           const remote = await placement.call(owner, {
             name,
@@ -241,16 +276,16 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
       await pool.ready(session.id);
       const name = params.name;
       // prompts/get has no error result: the reason text travels as the JSON-RPC error message.
-      const resolved = names.resolve('prompt', name);
+      const { pool: target, controller, names, sessionId, resolved } = targetOf('prompt', name);
       if (resolved.kind !== 'entry') throw new McpError(McpErrorCode.InvalidParams, unservedName(controller, names, scope, 'Prompt', name, resolved));
       const { server: owner, name: registryName } = resolved.entry;
       if (!inScope(scope, owner)) throw new McpError(McpErrorCode.InvalidParams, outsideScope('Prompt', name, owner, scope));
       // A server that runs on another replica (a cluster singleton): that replica answers.
-      if (pool.placement && !pool.placement.local(owner)) {
-        const remote = await pool.placement.getPrompt(owner, { name, ...(params.arguments ? { arguments: params.arguments } : {}), ...placed(ctx) });
+      if (target.placement && !target.placement.local(owner)) {
+        const remote = await target.placement.getPrompt(owner, { name, ...(params.arguments ? { arguments: params.arguments } : {}), ...placed(ctx) });
         if (remote) return remote;
       }
-      const endCall = ctx.requestId !== undefined ? pool.trackCall(session.id, owner, ctx.requestId) : undefined;
+      const endCall = ctx.requestId !== undefined ? target.trackCall(sessionId, owner, ctx.requestId) : undefined;
       try {
         return await controller.getPrompt(registryName, params.arguments ?? {}, { signal: ctx.signal, timeoutMs: callTimeoutMs });
       } catch (err) {
@@ -263,26 +298,34 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
 
     async listResources() {
       await pool.ready(session.id);
-      return { resources: controller.resources(servers).map((r) => asListed(r) as Resource) };
+      const theirs = own()?.pool.controller.resources(servers) ?? [];
+      return { resources: [...controller.resources(servers), ...theirs].map((r) => asListed(r) as Resource) };
     },
 
     async listResourceTemplates() {
       await pool.ready(session.id);
-      return { resourceTemplates: controller.resourceTemplates(servers).map((t) => asListed(t) as ResourceTemplate) };
+      const theirs = own()?.pool.controller.resourceTemplates(servers) ?? [];
+      return { resourceTemplates: [...controller.resourceTemplates(servers), ...theirs].map((t) => asListed(t) as ResourceTemplate) };
     },
 
     async readResource(params, ctx) {
       await pool.ready(session.id);
+      // A resource only the principal's own servers have is read through the principal's controller.
+      const p = own();
+      const theirs = p && controller.resourceOwner(params.uri, servers) === undefined && p.pool.controller.resourceOwner(params.uri, servers) !== undefined;
+      const target = theirs ? p.pool : pool;
+      const sessionId = theirs ? p.session.id : session.id;
+      const reader = target.controller;
       // Its server: the read is tracked like a call (a question it asks reaches this client), or answered by another replica.
-      const owner = ctx.requestId !== undefined || pool.placement ? controller.resourceOwner(params.uri, servers) : undefined;
-      const endCall = owner !== undefined && ctx.requestId !== undefined ? pool.trackCall(session.id, owner, ctx.requestId) : undefined;
+      const owner = ctx.requestId !== undefined || target.placement ? reader.resourceOwner(params.uri, servers) : undefined;
+      const endCall = owner !== undefined && ctx.requestId !== undefined ? target.trackCall(sessionId, owner, ctx.requestId) : undefined;
       try {
         // A resource of a server that runs on another replica (a cluster singleton): that replica answers.
-        if (owner !== undefined && pool.placement && !pool.placement.local(owner)) {
-          const remote = await pool.placement!.readResource(owner, { uri: params.uri, ...placed(ctx) });
+        if (owner !== undefined && target.placement && !target.placement.local(owner)) {
+          const remote = await target.placement.readResource(owner, { uri: params.uri, ...placed(ctx) });
           if (remote) return remote;
         }
-        return await controller.readResource(params.uri, { servers, signal: ctx.signal, timeoutMs: callTimeoutMs });
+        return await reader.readResource(params.uri, { servers, signal: ctx.signal, timeoutMs: callTimeoutMs });
       } catch (err) {
         throw asResourceError(err);
       } finally {

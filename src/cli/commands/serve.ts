@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createMcpController } from '../../controller/controller.js';
+import { createMcpController, type McpController } from '../../controller/controller.js';
 import { describeReason, shellQuote } from '../../controller/messages.js';
 import { formatIssue } from '../../config/sources.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../../errors.js';
@@ -9,6 +10,7 @@ import { validateSeparator } from '../../gateway/naming.js';
 import type { StdioGateway } from '../../gateway/stdio.js';
 import type { HttpGateway, SessionCloseReason } from '../../gateway/http.js';
 import type { GatewayPool } from '../../gateway/pool.js';
+import type { PrincipalSignIns } from '../../cluster/oauth-callback.js';
 import { parseTimeoutMs, type CliCommand, type CliContext, type CliOption } from '../command.js';
 import { controllerOptionsFor } from '../controller-session.js';
 import { writeRaw } from '../output.js';
@@ -280,7 +282,7 @@ async function run(ctx: CliContext): Promise<number> {
   }
   // The session goes to the user's daemon, which runs the servers for every session (docs/daemon.md).
   if (ctx.values.shared === true) return (await import('../shared-serve.js')).runSharedStdio(ctx);
-  const { GatewayPool, gatewayControllerOptions, serveStdio, startHttpGateway } = await import('../../gateway/index.js');
+  const { GatewayPool, GATEWAY_IDLE_TIMEOUT_MS, gatewayControllerOptions, serveStdio, startHttpGateway } = await import('../../gateway/index.js');
   // stdout may be the protocol channel: everything human goes to stderr.
   const log = (line: string): void => void io.stderr.write(`mcp-reconciler serve: ${line}\n`);
   // Only with --cluster: without it nothing of Redis is loaded (docs/cluster.md).
@@ -314,6 +316,73 @@ async function run(ctx: CliContext): Promise<number> {
       ? { onAuthorizationUrl: (server: string, url: URL) => log(`"${server}" needs a sign-in: open ${url.href} (the browser may come back to any replica; the URL works once, for 10 minutes)`) }
       : {}),
   });
+  // Per-principal servers (docs/cluster-principals.md): only where each principal's credentials can be
+  // kept apart and shared between replicas, i.e. in the cluster's sealed store.
+  const perPrincipal = cluster?.tokens && secret ? new Set<string>() : undefined;
+  const principalSignIns = new WeakMap<McpController, PrincipalSignIns>();
+  if (perPrincipal) {
+    // The gateway's controller leaves them out (and says which they are); a principal's has only them.
+    options.selectServers = (desired) => {
+      perPrincipal.clear();
+      for (const [name, entry] of Object.entries(desired)) if (entry.config.oauth?.perPrincipal === true) perPrincipal.add(name);
+      return Object.fromEntries(Object.entries(desired).filter(([, entry]) => entry.config.oauth?.perPrincipal !== true));
+    };
+  }
+  const principalController = (principal: string): McpController => {
+    const callback = signIns?.forPrincipal(principal);
+    const c = createMcpController({
+      ...options,
+      ...gatewayControllerOptions(args, () => pool?.principalPool(principal), 'the gateway'),
+      selectServers: (desired) => Object.fromEntries(Object.entries(desired).filter(([, entry]) => entry.config.oauth?.perPrincipal === true)),
+      oauth: {
+        ...options.oauth,
+        tokenStore: new clusterKit!.RedisTokenStore({ redis: cluster!.redis, keys: cluster!.keys, secret: secret!, principal }),
+        ...(callback ? { callback } : {}),
+      },
+      ...(callback ? { onAuthorizationUrl: (server: string, url: URL) => askToSignIn(principal, server, url) } : {}),
+      // One process per gateway owns these files; a principal's controller runs remote servers only.
+      processStateFile: false,
+      workspaceStateFile: false,
+      // A listing may be personal: it is not shared between principals.
+      listingCache: false,
+      listingCacheSecondLevel: undefined,
+    });
+    if (callback) principalSignIns.set(c, callback);
+    c.on('server-state', (e) => {
+      // Signed in: the client that was sent the sign-in URL is told it is done.
+      const asked = e.state === 'connected' ? signInsAsked.get(`${principal}\0${e.name}`) : undefined;
+      if (asked !== undefined) {
+        signInsAsked.delete(`${principal}\0${e.name}`);
+        pool?.principalPool(principal)?.elicitationComplete(e.name, asked);
+      }
+      if (e.state === 'failed' || e.state === 'needs_auth') {
+        const row = c.status().find((r) => r.name === e.name);
+        log(`"${e.name}" of principal ${principal} ${describeReason(e.state)}${row?.lastError ? `: ${row.lastError}` : ''}`);
+      }
+    });
+    return c;
+  };
+  /** The URL elicitation sent for each principal's sign-in of a server (`principal\0server` → its id), until it connects. */
+  const signInsAsked = new Map<string, string>();
+  /** A principal's sign-in: logged as the gateway's are, and sent to that principal's session if its client takes URL elicitations. */
+  const askToSignIn = (principal: string, server: string, url: URL): void => {
+    log(`"${server}" of principal ${principal} needs a sign-in: open ${url.href} (the browser may come back to any replica; the URL works once, for 10 minutes)`);
+    const request = {
+      mode: 'url' as const,
+      elicitationId: randomUUID(),
+      url: url.href,
+      message: `Sign in to "${server}" with your own account to use its tools through this gateway (the link works once, for 10 minutes).`,
+    };
+    signInsAsked.set(`${principal}\0${server}`, request.elicitationId);
+    void pool
+      ?.principalPool(principal)
+      ?.elicit(server, request, { signal: AbortSignal.timeout(clusterKit!.SIGN_IN_TTL_MS) })
+      .catch(() => undefined);
+  };
+  signIns?.setPrincipalRedeemer(async (principal) => {
+    const c = await pool?.principalController(principal);
+    return c ? principalSignIns.get(c)?.redeemer() : undefined;
+  });
   const controller = createMcpController(options);
   const session = untilStopped(ctx);
   controller.on('config-error', (e) => {
@@ -332,6 +401,7 @@ async function run(ctx: CliContext): Promise<number> {
     onError: log,
     ...(args.separator !== undefined ? { separator: args.separator } : {}),
     ...(cluster ? { admit: (servers: string[]) => cluster.admit(servers), placement: cluster.singletons } : {}),
+    ...(perPrincipal ? { principals: { servers: () => perPrincipal, create: principalController, idleTimeoutMs: args.idleTimeoutMs ?? GATEWAY_IDLE_TIMEOUT_MS } } : {}),
   });
   let http: HttpGateway | undefined;
   let stdio: StdioGateway | undefined;
@@ -426,6 +496,13 @@ async function run(ctx: CliContext): Promise<number> {
       const { desired } = controller.config();
       const singletons = Object.keys(desired).filter((name) => desired[name]!.config.singleton === true);
       if (singletons.length && !cluster) log(`note: singleton: true (${singletons.join(', ')}) applies to serve --http --cluster only; here every such server runs in this gateway as usual`);
+      const personal = Object.keys(desired).filter((name) => desired[name]!.config.oauth?.perPrincipal === true);
+      if (personal.length && !perPrincipal) {
+        log(
+          `note: oauth.perPrincipal (${personal.join(', ')}) applies to serve --http --cluster with $${CLUSTER_SECRET_ENV} only; ` +
+            'here the gateway signs in to such a server once, for every session, as to any other',
+        );
+      }
       for (const [name, entry] of Object.entries(desired)) {
         if (looksLikeGateway(entry.config)) {
           log(`warning: "${name}" (${entry.source ?? entry.scope}) looks like this gateway itself; if it is, the gateway starts itself: remove it from that file or serve with another --preset`);
@@ -443,6 +520,7 @@ async function run(ctx: CliContext): Promise<number> {
     await stdio?.close().catch((err: unknown) => log(`closing the stdio session: ${describeError(err)}`));
     await http?.close().catch((err: unknown) => log(`closing the HTTP listener: ${describeError(err)}`));
     pool.close();
+    await pool.closePrincipals();
     await controller.dispose();
     signIns?.close();
     await cluster?.close();

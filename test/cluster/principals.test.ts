@@ -1,0 +1,191 @@
+/**
+ * docs/cluster-principals.md: a managed server marked
+ * `"oauth": { "perPrincipal": true }` is signed in to by each principal of a
+ * clustered gateway as itself. Its credentials live under that principal's
+ * own sealed key, its connection is that principal's controller's, and a
+ * session of another principal (on the same replica) never sees or uses
+ * them; a server without the mark still uses the gateway's one sign-in. The
+ * "browser" is fetch, and it tells the loopback authorization server who
+ * signs in (`user=`), so the protected server reports whose token each call
+ * carried.
+ */
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitationCompleteNotificationSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
+import { textOf, type HttpConnected } from '../gateway/support.js';
+import { waitFor } from '../helpers/processes.js';
+import { ClusterFixture, type Replica } from './support.js';
+
+const SECRET = 'p'.repeat(48);
+
+/** The sign-in URL `replica` logged for `server` and `principal` (a principal key, or `gateway`), the n-th one from 1. */
+async function signInUrl(replica: Replica, server: string, principal: string, nth = 1): Promise<URL> {
+  const re = principal === 'gateway' ? new RegExp(`"${server}" needs a sign-in: open (\\S+)`, 'g') : new RegExp(`"${server}" of principal ${principal} needs a sign-in: open (\\S+)`, 'g');
+  let found: string | undefined;
+  await waitFor(() => (found = [...replica.serve.stderr.matchAll(re)][nth - 1]?.[1]) !== undefined, `replica ${replica.name} to log sign-in URL #${nth} of "${server}" for ${principal} (stderr: ${replica.serve.stderr})`, 90_000);
+  return new URL(found!);
+}
+
+/** The user `user` signs in at the authorization server: where it sends the browser back to. */
+async function authorizeAs(url: URL, user: string): Promise<URL> {
+  const asked = new URL(url);
+  asked.searchParams.set('user', user);
+  const r = await fetch(asked, { redirect: 'manual' });
+  const location = r.headers.get('location');
+  if (!location) throw new Error(`no redirect from ${asked.href} (${r.status}: ${await r.text()})`);
+  return new URL(location);
+}
+
+/** The load balancer: the public callback URL, delivered to `replica`. */
+async function deliver(callback: URL, replica: Replica): Promise<{ status: number; body: string }> {
+  const r = await fetch(new URL(callback.pathname + callback.search, replica.url));
+  return { status: r.status, body: await r.text() };
+}
+
+/** Keys of Redis matching `pattern`, from the raw RESP answer. */
+async function keys(fx: ClusterFixture, pattern: string): Promise<string[]> {
+  const raw = await fx.redis.command(['KEYS', pattern]);
+  return [...raw.matchAll(/\$\d+\r\n([^\r]*)\r\n/g)].map((m) => m[1]!).sort();
+}
+
+const hash = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 32);
+
+describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself', () => {
+  const fx = new ClusterFixture();
+  let personal: OAuthFixture;
+  let team: OAuthFixture;
+  let a: Replica;
+  let b: Replica;
+  const clients: Array<Client | ClientV2> = [];
+
+  /** A session of `sub` on `replica` whose client takes URL elicitations; the URLs it was sent. */
+  async function openWithUrlElicitation(replica: Replica, sub: string, query: string): Promise<{ client: Client; urls: string[]; ids: string[]; completed: string[] }> {
+    const transport = new StreamableHTTPClientTransport(new URL(`${replica.url}${query}`), { requestInit: { headers: { authorization: `Bearer ${await fx.idp.token(sub)}` } } });
+    const client = new Client({ name: 'principal-test', version: '1.0.0' }, { capabilities: { elicitation: { url: {} } } });
+    const urls: string[] = [];
+    const ids: string[] = [];
+    const completed: string[] = [];
+    client.setRequestHandler(ElicitRequestSchema, (request) => {
+      if (request.params.mode === 'url') {
+        urls.push(request.params.url);
+        ids.push(request.params.elicitationId);
+      }
+      return { action: 'accept' };
+    });
+    client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => void completed.push(n.params.elicitationId));
+    await client.connect(transport);
+    clients.push(client);
+    return { client, urls, ids, completed };
+  }
+
+  beforeAll(async () => {
+    await fx.startRedis();
+    personal = await startOAuthFixture();
+    team = await startOAuthFixture();
+    fx.ws.writeUser({ personal: { type: 'http', url: personal.url, oauth: { perPrincipal: true } }, team: { type: 'http', url: team.url } });
+    a = await fx.replica('a', [], { MCP_RECONCILER_CLUSTER_SECRET: SECRET });
+    b = await fx.replica('b', [], { MCP_RECONCILER_CLUSTER_SECRET: SECRET });
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const c of clients) await c.close().catch(() => undefined);
+    const left = await fx.stop();
+    await personal?.close();
+    await team?.close();
+    expect(left).toBe(0);
+  });
+
+  it('alice signs in (callback on the other replica) and calls with her token; bob, on the same replica, needs his own sign-in and never gets hers', async () => {
+    const alice = `p-${hash(`${fx.idp.issuer} alice`)}`;
+    const bob = `p-${hash(`${fx.idp.issuer} bob`)}`;
+
+    // Alice's client takes URL elicitations: the sign-in URL is sent to her session (and logged).
+    const s = await openWithUrlElicitation(a, 'alice', '?servers=personal');
+    const logged = await signInUrl(a, 'personal', alice);
+    await waitFor(() => s.urls.length > 0, 'alice\'s session to be sent the sign-in URL', 90_000);
+    expect(s.urls[0]).toBe(logged.href);
+
+    // She signs in; the browser comes back to B, which has no session of hers.
+    const page = await deliver(await authorizeAs(logged, 'alice'), b);
+    expect(page.body).toContain('Signed in');
+    expect(page.status).toBe(200);
+    await waitFor(async () => (await s.client.listTools()).tools.some((t) => t.name === 'mcp__personal__echo'), 'alice to list mcp__personal__echo', 90_000);
+    expect(textOf(await s.client.callTool({ name: 'mcp__personal__echo', arguments: { text: 'from alice' } }))).toBe('from alice');
+    expect(personal.calls.map((c) => c.user)).toEqual(['alice']);
+    // The client that was sent the URL is told the sign-in is complete.
+    await waitFor(() => s.completed.length > 0, 'alice\'s session to be told the sign-in is complete', 60_000);
+    expect(s.completed).toEqual(s.ids);
+
+    // Her credentials are hers: under her key only, sealed.
+    const credKeys = await keys(fx, `mcpr:{${fx.workspaceId}}:cred:*`);
+    expect(credKeys).toContain(`mcpr:{${fx.workspaceId}}:cred:${alice}:${hash(personal.url)}`);
+    expect(credKeys.some((k) => k.includes(`:cred:gateway:${hash(personal.url)}`))).toBe(false);
+
+    // Bob on the same replica: the server needs his own sign-in; its tools are not his, his calls do not reach it.
+    const bobSession: HttpConnected = await a.open('?servers=personal', await fx.idp.token('bob'));
+    const bobUrl = await signInUrl(a, 'personal', bob);
+    expect(bobUrl.searchParams.get('state')).not.toBe(logged.searchParams.get('state'));
+    expect((await bobSession.client.listTools()).tools.map((t) => t.name)).not.toContain('mcp__personal__echo');
+    const refused = await bobSession.client.callTool({ name: 'mcp__personal__echo', arguments: { text: 'from bob' } });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toContain('"personal"');
+    expect(personal.calls.map((c) => c.user)).toEqual(['alice']);
+
+    // Bob signs in (the callback on A this time): his calls carry his token, alice's still hers.
+    expect((await deliver(await authorizeAs(bobUrl, 'bob'), a)).status).toBe(200);
+    await waitFor(async () => (await bobSession.client.listTools()).tools.some((t) => t.name === 'mcp__personal__echo'), 'bob to list mcp__personal__echo', 90_000);
+    expect(textOf(await bobSession.client.callTool({ name: 'mcp__personal__echo', arguments: { text: 'from bob' } }))).toBe('from bob');
+    expect(textOf(await s.client.callTool({ name: 'mcp__personal__echo', arguments: { text: 'alice again' } }))).toBe('alice again');
+    expect(personal.calls.map((c) => c.user)).toEqual(['alice', 'bob', 'alice']);
+    expect(personal.calls[1]!.token).not.toBe(personal.calls[0]!.token);
+    expect(personal.calls[2]!.token).toBe(personal.calls[0]!.token);
+
+    // Two principals, two keys (and no gateway credentials for this server).
+    const after = (await keys(fx, `mcpr:{${fx.workspaceId}}:cred:*:${hash(personal.url)}`)).filter((k) => !k.endsWith(':index'));
+    expect(after).toEqual([`mcpr:{${fx.workspaceId}}:cred:${alice}:${hash(personal.url)}`, `mcpr:{${fx.workspaceId}}:cred:${bob}:${hash(personal.url)}`].sort());
+  }, 400_000);
+
+  it('a server without perPrincipal still uses the gateway\'s one sign-in for every principal, beside a per-principal one', async () => {
+    const carol = `p-${hash(`${fx.idp.issuer} carol`)}`;
+    const s = await a.open('?servers=team,personal', await fx.idp.token('carol'));
+    const url = await signInUrl(a, 'team', 'gateway');
+    // The per-principal server in the same session waits for carol's own sign-in.
+    await signInUrl(a, 'personal', carol);
+    expect((await deliver(await authorizeAs(url, 'the-gateway'), b)).status).toBe(200);
+    await waitFor(async () => (await s.client.listTools()).tools.some((t) => t.name === 'mcp__team__echo'), 'carol to list mcp__team__echo', 90_000);
+    expect(textOf(await s.client.callTool({ name: 'mcp__team__echo', arguments: { text: 'carol' } }))).toBe('carol');
+    expect((await s.client.listTools()).tools.map((t) => t.name)).not.toContain('mcp__personal__echo');
+    const dave = await b.open('?servers=team', await fx.idp.token('dave'));
+    await waitFor(async () => (await dave.client.listTools()).tools.some((t) => t.name === 'mcp__team__echo'), 'dave to list mcp__team__echo', 90_000);
+    expect(textOf(await dave.client.callTool({ name: 'mcp__team__echo', arguments: { text: 'dave' } }))).toBe('dave');
+    expect(team.calls.map((c) => c.user)).toEqual(['the-gateway', 'the-gateway']);
+    expect(await keys(fx, `mcpr:{${fx.workspaceId}}:cred:*:${hash(team.url)}`)).toEqual([`mcpr:{${fx.workspaceId}}:cred:gateway:${hash(team.url)}`]);
+  }, 400_000);
+
+  it('on the stateless 2026-07-28 lane too, each principal calls through its own credentials, on the same replica and scope', async () => {
+    const before = personal.calls.length;
+    /** A 2026-07-28 client of `sub` on B, scoped to the per-principal server. */
+    const open = async (sub: string): Promise<ClientV2> => {
+      const client = new ClientV2({ name: 'principal-test-2026', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+      clients.push(client);
+      await client.connect(new HttpV2(new URL(`${b.url}?servers=personal`), { requestInit: { headers: { authorization: `Bearer ${await fx.idp.token(sub)}` } } }), { timeout: 60_000 });
+      return client;
+    };
+    for (const sub of ['bob', 'alice']) {
+      const client = await open(sub);
+      await waitFor(async () => (await client.listTools()).tools.some((t) => t.name === 'mcp__personal__echo'), `${sub} to list mcp__personal__echo on the 2026-07-28 lane`, 90_000);
+      expect(textOf(await client.callTool({ name: 'mcp__personal__echo', arguments: { text: sub } }))).toBe(sub);
+    }
+    expect(personal.calls.slice(before).map((c) => c.user)).toEqual(['bob', 'alice']);
+    // Carol never signed in to it: her lane of the same scope lists none of its tools, and her call reaches nothing.
+    const carol = await open('carol');
+    expect((await carol.listTools()).tools.map((t) => t.name)).not.toContain('mcp__personal__echo');
+    const refused = await carol.callTool({ name: 'mcp__personal__echo', arguments: { text: 'carol' } });
+    expect(refused.isError).toBe(true);
+    expect(personal.calls.slice(before).map((c) => c.user)).toEqual(['bob', 'alice']);
+  }, 400_000);
+});
