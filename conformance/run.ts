@@ -250,18 +250,10 @@ function nextTable(rows: Row[]): string[] {
 }
 
 async function main(): Promise<number> {
+  const text = { type: 'string' } as const;
+  const flag = { type: 'boolean' } as const;
   const { values } = parseArgs({
-    options: {
-      suite: { type: 'string' },
-      wire: { type: 'string' },
-      scenario: { type: 'string' },
-      keep: { type: 'boolean' },
-      verbose: { type: 'boolean' },
-      timeout: { type: 'string' },
-      concurrency: { type: 'string' },
-      retries: { type: 'string' },
-      json: { type: 'string' },
-    },
+    options: { suite: text, wire: text, scenario: text, keep: flag, verbose: flag, timeout: text, concurrency: text, retries: text, json: text },
   });
   const concurrency = Math.max(1, positiveInt(values.concurrency, DEFAULT_CONCURRENCY, 'concurrency'));
   const retries = positiveInt(values.retries, 0, 'retries');
