@@ -7,35 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCliCaptured } from '../helpers/cli.js';
+import { initialize, openStream, ping } from './raw-session.js';
 import { HttpServe } from './support.js';
-
-const PROTOCOL_VERSION = '2025-06-18';
-
-async function post(url: string, token: string, message: object, sessionId?: string): Promise<{ status: number; sessionId: string | null; text: string }> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      ...(sessionId ? { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL_VERSION } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', ...message }),
-  });
-  return { status: res.status, sessionId: res.headers.get('mcp-session-id'), text: await res.text() };
-}
-
-async function initialize(url: string, token: string): Promise<{ status: number; sessionId: string | null; text: string }> {
-  const init = await post(url, token, {
-    id: 1,
-    method: 'initialize',
-    params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'max-sessions-test', version: '1.0.0' } },
-  });
-  if (init.status === 200) expect((await post(url, token, { method: 'notifications/initialized' }, init.sessionId!)).status).toBe(202);
-  return init;
-}
-
-const ping = async (url: string, token: string, sessionId: string): Promise<number> => (await post(url, token, { id: 2, method: 'ping' }, sessionId)).status;
 
 describe('serve --http --max-sessions 3', () => {
   const gw = new HttpServe();
@@ -56,26 +29,18 @@ describe('serve --http --max-sessions 3', () => {
   it('the fourth initialize ends the least recently used idle session; with every session in use it is 503 naming the cap', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const init = await initialize(gw.url, gw.token);
+      const init = await initialize(gw.url, gw.token, 'max-sessions-test');
       expect(init.status, init.text).toBe(200);
       ids.push(init.sessionId!);
     }
-    const fourth = await initialize(gw.url, gw.token);
+    const fourth = await initialize(gw.url, gw.token, 'max-sessions-test');
     expect(fourth.status, fourth.text).toBe(200);
     expect(await ping(gw.url, gw.token, ids[0]!)).toBe(404);
     expect(gw.serve!.stderr).toMatch(new RegExp(`session ${ids[0]} closed \\(the least recently used idle session, ended to make room for a new one\\)`));
 
     // Every open session in use (its standalone SSE stream open): no room.
-    for (const id of [ids[1]!, ids[2]!, fourth.sessionId!]) {
-      const abort = new AbortController();
-      const res = await fetch(gw.url, {
-        headers: { authorization: `Bearer ${gw.token}`, accept: 'text/event-stream', 'mcp-session-id': id, 'mcp-protocol-version': PROTOCOL_VERSION },
-        signal: abort.signal,
-      });
-      expect(res.status).toBe(200);
-      streams.push(abort);
-    }
-    const refused = await initialize(gw.url, gw.token);
+    for (const id of [ids[1]!, ids[2]!, fourth.sessionId!]) streams.push(await openStream(gw.url, gw.token, id));
+    const refused = await initialize(gw.url, gw.token, 'max-sessions-test');
     expect(refused.status).toBe(503);
     expect(refused.text).toMatch(/the gateway has 3 sessions and every one is in use/);
   });

@@ -10,49 +10,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pidAlive, waitFor } from '../helpers/processes.js';
+import { initialize, openStream, ping } from './raw-session.js';
 import { connectHttp, HttpServe, textOf } from './support.js';
-
-const PROTOCOL_VERSION = '2025-06-18';
-
-/** POST `message` as JSON-RPC to the gateway, with a session id unless it is an initialize. */
-async function post(url: string, token: string, message: object, sessionId?: string): Promise<{ status: number; sessionId: string | null; text: string }> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      ...(sessionId ? { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL_VERSION } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', ...message }),
-  });
-  return { status: res.status, sessionId: res.headers.get('mcp-session-id'), text: await res.text() };
-}
-
-/** Open a session the way a client does, and never close it. */
-async function initialize(url: string, token: string): Promise<{ status: number; sessionId: string | null; text: string }> {
-  const init = await post(url, token, {
-    id: 1,
-    method: 'initialize',
-    params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'abandoning-client', version: '1.0.0' } },
-  });
-  if (init.status === 200) expect((await post(url, token, { method: 'notifications/initialized' }, init.sessionId!)).status).toBe(202);
-  return init;
-}
-
-const ping = async (url: string, token: string, sessionId: string): Promise<number> => (await post(url, token, { id: 2, method: 'ping' }, sessionId)).status;
-
-/** A session's standalone SSE stream (GET), open until aborted: the session is in use meanwhile. */
-async function openStream(url: string, token: string, sessionId: string): Promise<AbortController> {
-  const abort = new AbortController();
-  const res = await fetch(url, {
-    headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL_VERSION },
-    signal: abort.signal,
-  });
-  expect(res.status).toBe(200);
-  // The body is left unread: the stream stays open until the abort.
-  return abort;
-}
 
 describe('serve --http --session-idle-timeout: an abandoned session ends and releases its servers', () => {
   const gw = new HttpServe();
