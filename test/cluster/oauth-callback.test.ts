@@ -11,32 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
 import { textOf } from '../gateway/support.js';
 import { waitFor } from '../helpers/processes.js';
-import { ClusterFixture, PUBLIC_URL, type Replica } from './support.js';
+import { authorizeAt, ClusterFixture, deliver, PUBLIC_URL, signInUrl, type Replica } from './support.js';
 
 const SECRET = 'c'.repeat(48);
 const CALLBACK = new URL('/oauth/callback', PUBLIC_URL).href;
-
-/** The sign-in URL `replica` logged for `server` (the n-th one, from 1). */
-async function signInUrl(replica: Replica, server: string, nth = 1): Promise<URL> {
-  const re = new RegExp(`"${server}" needs a sign-in: open (\\S+)`, 'g');
-  let found: string | undefined;
-  await waitFor(() => (found = [...replica.serve.stderr.matchAll(re)][nth - 1]?.[1]) !== undefined, `replica ${replica.name} to log sign-in URL #${nth} of "${server}" (stderr: ${replica.serve.stderr})`, 60_000);
-  return new URL(found!);
-}
-
-/** The authorization server's answer: where it sends the browser back to (the gateway's public callback). */
-async function authorizeAt(url: URL): Promise<URL> {
-  const r = await fetch(url, { redirect: 'manual' });
-  const location = r.headers.get('location');
-  if (!location) throw new Error(`no redirect from ${url.href} (${r.status}: ${await r.text()})`);
-  return new URL(location);
-}
-
-/** The load balancer: the public callback URL, delivered to `replica`. */
-async function deliver(callback: URL, replica: Replica): Promise<{ status: number; body: string }> {
-  const r = await fetch(new URL(callback.pathname + callback.search, replica.url));
-  return { status: r.status, body: await r.text() };
-}
 
 describe('serve --cluster: a managed server\'s OAuth callback on any replica', () => {
   const fx = new ClusterFixture();

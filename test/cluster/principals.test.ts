@@ -18,33 +18,9 @@ import { ElicitationCompleteNotificationSchema, ElicitRequestSchema } from '@mod
 import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
 import { textOf, type HttpConnected } from '../gateway/support.js';
 import { waitFor } from '../helpers/processes.js';
-import { ClusterFixture, type Replica } from './support.js';
+import { authorizeAt, ClusterFixture, deliver, signInUrl, type Replica } from './support.js';
 
 const SECRET = 'p'.repeat(48);
-
-/** The sign-in URL `replica` logged for `server` and `principal` (a principal key, or `gateway`), the n-th one from 1. */
-async function signInUrl(replica: Replica, server: string, principal: string, nth = 1): Promise<URL> {
-  const re = principal === 'gateway' ? new RegExp(`"${server}" needs a sign-in: open (\\S+)`, 'g') : new RegExp(`"${server}" of principal ${principal} needs a sign-in: open (\\S+)`, 'g');
-  let found: string | undefined;
-  await waitFor(() => (found = [...replica.serve.stderr.matchAll(re)][nth - 1]?.[1]) !== undefined, `replica ${replica.name} to log sign-in URL #${nth} of "${server}" for ${principal} (stderr: ${replica.serve.stderr})`, 90_000);
-  return new URL(found!);
-}
-
-/** The user `user` signs in at the authorization server: where it sends the browser back to. */
-async function authorizeAs(url: URL, user: string): Promise<URL> {
-  const asked = new URL(url);
-  asked.searchParams.set('user', user);
-  const r = await fetch(asked, { redirect: 'manual' });
-  const location = r.headers.get('location');
-  if (!location) throw new Error(`no redirect from ${asked.href} (${r.status}: ${await r.text()})`);
-  return new URL(location);
-}
-
-/** The load balancer: the public callback URL, delivered to `replica`. */
-async function deliver(callback: URL, replica: Replica): Promise<{ status: number; body: string }> {
-  const r = await fetch(new URL(callback.pathname + callback.search, replica.url));
-  return { status: r.status, body: await r.text() };
-}
 
 /** Keys of Redis matching `pattern`, from the raw RESP answer. */
 async function keys(fx: ClusterFixture, pattern: string): Promise<string[]> {
@@ -105,12 +81,12 @@ describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself
 
     // Alice's client takes URL elicitations: the sign-in URL is sent to her session (and logged).
     const s = await openWithUrlElicitation(a, 'alice', '?servers=personal');
-    const logged = await signInUrl(a, 'personal', alice);
+    const logged = await signInUrl(a, 'personal', { principal: alice });
     await waitFor(() => s.urls.length > 0, 'alice\'s session to be sent the sign-in URL', 90_000);
     expect(s.urls[0]).toBe(logged.href);
 
     // She signs in; the browser comes back to B, which has no session of hers.
-    const page = await deliver(await authorizeAs(logged, 'alice'), b);
+    const page = await deliver(await authorizeAt(logged, 'alice'), b);
     expect(page.body).toContain('Signed in');
     expect(page.status).toBe(200);
     await waitFor(async () => (await s.client.listTools()).tools.some((t) => t.name === 'mcp__personal__echo'), 'alice to list mcp__personal__echo', 90_000);
@@ -127,7 +103,7 @@ describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself
 
     // Bob on the same replica: the server needs his own sign-in; its tools are not his, his calls do not reach it.
     const bobSession: HttpConnected = await a.open('?servers=personal', await fx.idp.token('bob'));
-    const bobUrl = await signInUrl(a, 'personal', bob);
+    const bobUrl = await signInUrl(a, 'personal', { principal: bob });
     expect(bobUrl.searchParams.get('state')).not.toBe(logged.searchParams.get('state'));
     expect((await bobSession.client.listTools()).tools.map((t) => t.name)).not.toContain('mcp__personal__echo');
     const refused = await bobSession.client.callTool({ name: 'mcp__personal__echo', arguments: { text: 'from bob' } });
@@ -136,7 +112,7 @@ describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself
     expect(personal.calls.map((c) => c.user)).toEqual(['alice']);
 
     // Bob signs in (the callback on A this time): his calls carry his token, alice's still hers.
-    expect((await deliver(await authorizeAs(bobUrl, 'bob'), a)).status).toBe(200);
+    expect((await deliver(await authorizeAt(bobUrl, 'bob'), a)).status).toBe(200);
     await waitFor(async () => (await bobSession.client.listTools()).tools.some((t) => t.name === 'mcp__personal__echo'), 'bob to list mcp__personal__echo', 90_000);
     expect(textOf(await bobSession.client.callTool({ name: 'mcp__personal__echo', arguments: { text: 'from bob' } }))).toBe('from bob');
     expect(textOf(await s.client.callTool({ name: 'mcp__personal__echo', arguments: { text: 'alice again' } }))).toBe('alice again');
@@ -152,10 +128,10 @@ describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself
   it('a server without perPrincipal still uses the gateway\'s one sign-in for every principal, beside a per-principal one', async () => {
     const carol = `p-${hash(`${fx.idp.issuer} carol`)}`;
     const s = await a.open('?servers=team,personal', await fx.idp.token('carol'));
-    const url = await signInUrl(a, 'team', 'gateway');
+    const url = await signInUrl(a, 'team');
     // The per-principal server in the same session waits for carol's own sign-in.
-    await signInUrl(a, 'personal', carol);
-    expect((await deliver(await authorizeAs(url, 'the-gateway'), b)).status).toBe(200);
+    await signInUrl(a, 'personal', { principal: carol });
+    expect((await deliver(await authorizeAt(url, 'the-gateway'), b)).status).toBe(200);
     await waitFor(async () => (await s.client.listTools()).tools.some((t) => t.name === 'mcp__team__echo'), 'carol to list mcp__team__echo', 90_000);
     expect(textOf(await s.client.callTool({ name: 'mcp__team__echo', arguments: { text: 'carol' } }))).toBe('carol');
     expect((await s.client.listTools()).tools.map((t) => t.name)).not.toContain('mcp__personal__echo');

@@ -238,3 +238,32 @@ export function dashboardPage(fx: ClusterFixture): DashboardPage {
   };
   return dashboard;
 }
+
+/**
+ * The sign-in URL `replica` logged for `server`, the n-th one from 1: the
+ * gateway's own sign-in, or with `principal` (a principal key) that
+ * principal's.
+ */
+export async function signInUrl(replica: Replica, server: string, options: { principal?: string; nth?: number } = {}): Promise<URL> {
+  const { principal, nth = 1 } = options;
+  const re = new RegExp(`"${server}" ${principal ? `of principal ${principal} ` : ''}needs a sign-in: open (\\S+)`, 'g');
+  let found: string | undefined;
+  await waitFor(() => (found = [...replica.serve.stderr.matchAll(re)][nth - 1]?.[1]) !== undefined, `replica ${replica.name} to log sign-in URL #${nth} of "${server}"${principal ? ` for ${principal}` : ''} (stderr: ${replica.serve.stderr})`, 90_000);
+  return new URL(found!);
+}
+
+/** The authorization server's answer, as `user` when given (the OAuth fixture records it): where it sends the browser back to. */
+export async function authorizeAt(url: URL, user?: string): Promise<URL> {
+  const asked = new URL(url);
+  if (user) asked.searchParams.set('user', user);
+  const r = await fetch(asked, { redirect: 'manual' });
+  const location = r.headers.get('location');
+  if (!location) throw new Error(`no redirect from ${asked.href} (${r.status}: ${await r.text()})`);
+  return new URL(location);
+}
+
+/** The load balancer: the public callback URL, delivered to `replica`. */
+export async function deliver(callback: URL, replica: Replica): Promise<{ status: number; body: string }> {
+  const r = await fetch(new URL(callback.pathname + callback.search, replica.url));
+  return { status: r.status, body: await r.text() };
+}
