@@ -21,8 +21,8 @@ describe('serve --cluster: a managed server\'s OAuth callback on any replica', (
   let oauth: OAuthFixture;
   let other: OAuthFixture;
   let third: OAuthFixture;
-  let a: Replica;
-  let b: Replica;
+  // The two replicas, started by the first test (or beforeAll) and used by the rest.
+  let a: Replica, b: Replica;
 
   beforeAll(async () => {
     await fx.startRedis();

@@ -34,8 +34,8 @@ describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself
   const fx = new ClusterFixture();
   let personal: OAuthFixture;
   let team: OAuthFixture;
-  let a: Replica;
-  let b: Replica;
+  // The two replicas, started by the first test (or beforeAll) and used by the rest.
+  let a: Replica, b: Replica;
   const clients: Array<Client | ClientV2> = [];
 
   /** A session of `sub` on `replica` whose client takes URL elicitations; the URLs it was sent. */

@@ -29,10 +29,9 @@ const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[Math.floo
 
 describe('serve --cluster: prompts and resources of a singleton, sessions to the holder, signed announcements', () => {
   const fx = new ClusterFixture();
-  let a: Replica;
-  let b: Replica;
-  let onA: HttpConnected;
-  let onB: HttpConnected;
+  // The two replicas, started by the first test (or beforeAll) and used by the rest.
+  let a: Replica, b: Replica;
+  let onA: HttpConnected, onB: HttpConnected;
   let pidA = 0;
   let redis: ReturnType<typeof createClient>;
   const decoy = { server: undefined as Server | undefined, url: '', hits: 0 };

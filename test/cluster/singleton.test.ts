@@ -29,10 +29,9 @@ interface ClusterStatus {
 
 describe('serve --cluster: singleton servers under a lease', () => {
   const fx = new ClusterFixture();
-  let a: Replica;
-  let b: Replica;
-  let onA: HttpConnected;
-  let onB: HttpConnected;
+  // The two replicas, started by the first test (or beforeAll) and used by the rest.
+  let a: Replica, b: Replica;
+  let onA: HttpConnected, onB: HttpConnected;
   let pidA = 0;
 
   const status = (): Promise<ClusterStatus> => fx.statusJson<ClusterStatus>();

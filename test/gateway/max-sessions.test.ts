@@ -5,34 +5,15 @@
  * is answered 503 only when every session is in use. Usage errors say what
  * to change.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCliCaptured } from '../helpers/cli.js';
-import { initialize, openStream, ping } from './raw-session.js';
-import { HttpServe } from './support.js';
+import { initialize, openSessions, openStream, ping, rawGateway } from './raw-session.js';
 
 describe('serve --http --max-sessions 3', () => {
-  const gw = new HttpServe();
-  const streams: AbortController[] = [];
-
-  beforeAll(async () => {
-    gw.ws.writeUser({ a: gw.ws.server('1') });
-    await gw.start(['--max-sessions', '3']);
-  });
-
-  afterAll(async () => {
-    for (const s of streams) s.abort();
-    const { code, stderr, left } = await gw.stop();
-    expect(left, 'processes left behind').toBe(0);
-    expect(code, stderr).toBe(0);
-  });
+  const { gw, streams } = rawGateway(['--max-sessions', '3']);
 
   it('the fourth initialize ends the least recently used idle session; with every session in use it is 503 naming the cap', async () => {
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      const init = await initialize(gw.url, gw.token, 'max-sessions-test');
-      expect(init.status, init.text).toBe(200);
-      ids.push(init.sessionId!);
-    }
+    const ids = await openSessions(gw, 3, 'max-sessions-test');
     const fourth = await initialize(gw.url, gw.token, 'max-sessions-test');
     expect(fourth.status, fourth.text).toBe(200);
     expect(await ping(gw.url, gw.token, ids[0]!)).toBe(404);

@@ -3,7 +3,8 @@
  * is sent (streams, missing DELETEs): the session-expiry and session-cap
  * tests.
  */
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { HttpServe } from './support.js';
 
 export const PROTOCOL_VERSION = '2025-06-18';
 
@@ -45,4 +46,36 @@ export async function openStream(url: string, token: string, sessionId: string):
   expect(res.status).toBe(200);
   // The body is left unread: the stream stays open until the abort.
   return abort;
+}
+
+/**
+ * `serve --http` with `args` over a workspace of one server, for a file's
+ * tests: started before them, stopped after them (its SSE streams in
+ * `streams` aborted first) with no process left and exit 0.
+ */
+export function rawGateway(args: string[] = []): { gw: HttpServe; streams: AbortController[] } {
+  const gw = new HttpServe();
+  const streams: AbortController[] = [];
+  beforeAll(async () => {
+    gw.ws.writeUser({ a: gw.ws.server('1') });
+    await gw.start(args);
+  });
+  afterAll(async () => {
+    for (const s of streams) s.abort();
+    const { code, stderr, left } = await gw.stop();
+    expect(left, 'processes left behind').toBe(0);
+    expect(code, stderr).toBe(0);
+  });
+  return { gw, streams };
+}
+
+/** Open `count` sessions that never say goodbye: their ids, in order. */
+export async function openSessions(gw: HttpServe, count: number, clientName?: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const init = await initialize(gw.url, gw.token, clientName);
+    expect(init.status, init.text).toBe(200);
+    ids.push(init.sessionId!);
+  }
+  return ids;
 }

@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pidAlive, waitFor } from '../helpers/processes.js';
-import { initialize, openStream, ping } from './raw-session.js';
+import { initialize, openSessions, openStream, ping, rawGateway } from './raw-session.js';
 import { connectHttp, HttpServe, textOf } from './support.js';
 
 describe('serve --http --session-idle-timeout: an abandoned session ends and releases its servers', () => {
@@ -63,29 +63,11 @@ describe('serve --http --session-idle-timeout: an abandoned session ends and rel
 });
 
 describe('serve --http at its 64-session cap', () => {
-  const gw = new HttpServe();
-  const streams: AbortController[] = [];
-
-  beforeAll(async () => {
-    gw.ws.writeUser({ a: gw.ws.server('1') });
-    // The default session idle timeout (30 min): nothing here expires, room comes from eviction only.
-    await gw.start();
-  });
-
-  afterAll(async () => {
-    for (const s of streams) s.abort();
-    const { code, stderr, left } = await gw.stop();
-    expect(left, 'processes left behind').toBe(0);
-    expect(code, stderr).toBe(0);
-  });
+  // The default session idle timeout (30 min): nothing here expires, room comes from eviction only.
+  const { gw, streams } = rawGateway();
 
   it('65 and more clients that never said goodbye: each new initialize succeeds by ending the least recently used idle session', async () => {
-    const ids: string[] = [];
-    for (let i = 0; i < 64; i++) {
-      const init = await initialize(gw.url, gw.token);
-      expect(init.status, init.text).toBe(200);
-      ids.push(init.sessionId!);
-    }
+    const ids = await openSessions(gw, 64);
     // Used lately: the second session is no longer the least recently used one.
     expect(await ping(gw.url, gw.token, ids[1]!)).toBe(200);
 
