@@ -69,6 +69,8 @@ export function driftOf(accepted: Readonly<Record<string, Tool>>, tools: readonl
 export class ToolDefinitions {
   private readonly records = new Map<string, Record_>();
   private readonly doc: WorkspaceDoc | undefined;
+  private writing: Promise<void> | undefined;
+  private dirty = false;
 
   /** Kept in `tool-definitions/` beside the listing cache directory `dir`; `dir` false: in memory only. */
   constructor(dir: string | false, root: string, private readonly onError: (err: unknown) => void = () => {}) {
@@ -129,9 +131,32 @@ export class ToolDefinitions {
     if (this.records.delete(`${server}\u0000${fingerprint}`)) this.save();
   }
 
+  /** Resolves once every change so far is on disk (the controller's dispose; the CLI before it exits). */
+  flush(): Promise<void> {
+    return this.writing ?? Promise.resolve();
+  }
+
+  /**
+   * Write the records, asynchronously and coalesced: a first start lists N
+   * servers one after another, and a synchronous rewrite of the whole file
+   * per listing was O(N²) bytes on the event loop. Changes made while a
+   * write is under way go out in one more write, read when it starts.
+   */
   private save(): void {
     if (!this.doc) return;
-    const servers = Object.fromEntries([...this.records].map(([key, r]) => [key, { accepted: r.accepted, ...(r.drift ? { drift: r.drift } : {}) }]));
-    this.doc.write({ servers }, this.onError);
+    this.dirty = true;
+    this.writing ??= this.drain(this.doc);
+  }
+
+  private async drain(doc: WorkspaceDoc): Promise<void> {
+    try {
+      while (this.dirty) {
+        this.dirty = false;
+        const servers = Object.fromEntries([...this.records].map(([key, r]) => [key, { accepted: r.accepted, ...(r.drift ? { drift: r.drift } : {}) }]));
+        await doc.write({ servers }, this.onError);
+      }
+    } finally {
+      this.writing = undefined;
+    }
   }
 }

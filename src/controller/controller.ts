@@ -338,6 +338,7 @@ export class McpController {
     await this.ws.serverLog?.flush();
     await this.ws.cache?.flush();
     await this.usage.flush();
+    await this.definitions.flush();
     this.actor.stop();
     this.ws.registry.clear();
     this.searchReady?.close();

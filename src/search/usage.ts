@@ -52,7 +52,7 @@ export class ToolUsage {
     const doc = this.doc;
     if (!doc) return this.writing;
     // The counts are read when the write starts, not when it was queued.
-    this.writing = this.writing.then(() => doc.writeAsync({ counts: Object.fromEntries(this.counts) }, this.onError));
+    this.writing = this.writing.then(() => doc.write({ counts: Object.fromEntries(this.counts) }, this.onError));
     return this.writing;
   }
 }

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { readTrustedSync } from './file-trust.js';
-import { isPlainObject, workspaceKey, writeFileAtomic, writeFileAtomicSync } from './persist.js';
+import { isPlainObject, workspaceKey, writeFileAtomic } from './persist.js';
 
 export class WorkspaceDoc {
   /** `<cacheDir>/../<folder>/<workspace key>.json`. */
@@ -43,25 +43,12 @@ export class WorkspaceDoc {
     }
   }
 
-  /** Write `{ version: 1, ...body }`; a failure goes to `onError`. */
-  write(body: Record<string, unknown>, onError: (err: unknown) => void): void {
+  /** Write `{ version: 1, ...body }` without blocking the event loop (a busy gateway keeps answering); a failure goes to `onError`. */
+  async write(body: Record<string, unknown>, onError: (err: unknown) => void): Promise<void> {
     try {
-      writeFileAtomicSync(this.path, this.text(body), { mkdir: true });
+      await writeFileAtomic(this.path, JSON.stringify({ version: 1, ...body }), { mkdir: true });
     } catch (err) {
       onError(err);
     }
-  }
-
-  /** {@link write} without blocking the event loop (a busy gateway keeps answering while it writes). */
-  async writeAsync(body: Record<string, unknown>, onError: (err: unknown) => void): Promise<void> {
-    try {
-      await writeFileAtomic(this.path, this.text(body), { mkdir: true });
-    } catch (err) {
-      onError(err);
-    }
-  }
-
-  private text(body: Record<string, unknown>): string {
-    return JSON.stringify({ version: 1, ...body });
   }
 }

@@ -102,6 +102,7 @@ async function approveTools(ctx: CliContext, server: string, timeout: number | u
     throw err;
   });
   definitions.forget(server, entry.fingerprint);
+  await definitions.flush();
   if (ctx.global.json) ctx.io.stdout.write(`${JSON.stringify({ server, tools: 'accept-next-listing', root })}\n`);
   else ctx.io.stdout.write(`no watch is running: the next tool listing of "${server}" will be accepted as it is\n`);
   return 0;
