@@ -21,6 +21,7 @@ import type { GatewayPool } from './pool.js';
 import { createSessionServer, type GatewaySession } from './server.js';
 import { scopeFromRequest, type SessionScope } from './scope.js';
 import { createModernHttpLane, type ModernHttpLane } from './modern.js';
+import { directCallOf } from './modern-calls.js';
 import { listenedResources } from './listened-resources.js';
 
 /** The path the gateway answers on. */
@@ -109,6 +110,12 @@ export interface HttpGatewayOptions {
    * it answered; `false` leaves the request to this gateway.
    */
   foreignRequestState?: (state: string, body: unknown, req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+  /**
+   * Serve every 2026-07-28 `tools/call` through the SDK's stateless handler
+   * instead of the lane's direct path (src/gateway/modern-calls.ts). For
+   * tests that compare the two; the answers are the same.
+   */
+  sdkCallPath?: boolean;
   /** Told about each session that opens or closes (for the CLI's log). */
   onSession?: (event: { type: 'open' | 'close'; id: string; scope: SessionScope; reason?: SessionCloseReason }) => void;
 }
@@ -490,6 +497,9 @@ export async function startHttpGateway(pool: GatewayPool, options: HttpGatewayOp
     // A listen stream naming resources holds their subscriptions while it is open.
     const uris = listenedResources(body);
     if (uris.length > 0) res.once('close', lane.lane.resources.watch(uris));
+    // A tools/call the SDK would dispatch as it is skips its per-request plumbing (same server handlers, same answers).
+    const call = options.sdkCallPath ? undefined : directCallOf(era, req);
+    if (call) return lane.lane.calls().serve(call, req, res);
     return lane.node(req, res, body);
   };
 

@@ -14,13 +14,14 @@
  * session's), with the `tools/list` additions of `search_tools` shared by
  * every client of that scope.
  */
-import { Server as ServerV2, createMcpHandler, type McpHttpHandler } from '@modelcontextprotocol/server';
+import { Server as ServerV2, createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS, type McpHttpHandler } from '@modelcontextprotocol/server';
 import type { ForwardOptions, GatewayPool } from './pool.js';
 import { inScope, type SessionScope } from './scope.js';
 import { createSessionCore, DEFAULT_CALL_TIMEOUT_MS, FORWARDED_BY_HEADER, GATEWAY_INFO, gatewayInstructions, type SessionCore } from './session-core.js';
 import { InputRounds } from './input-rounds.js';
 import { ListenedResources } from './listened-resources.js';
 import { ListChanges, listChangeListener } from './list-changes.js';
+import { DIRECT_CALL_REVISION, DirectCalls } from './modern-calls.js';
 
 /** What a lane tells its clients when the registry changes in its scope. */
 export interface ModernNotifier {
@@ -35,9 +36,10 @@ export interface ModernNotifier {
  * A v2 server instance answering from `core`: built per HTTP request (the
  * SDK's stateless model) or once per stdio connection. Cheap: handlers only.
  */
-export function createModernServer(pool: GatewayPool, lane: Pick<ModernLane, 'core' | 'rounds'>): ServerV2 {
+export function createModernServer(pool: GatewayPool, lane: Pick<ModernLane, 'core' | 'rounds'>, supportedProtocolVersions?: string[]): ServerV2 {
   const { core, rounds } = lane;
   const server = new ServerV2(GATEWAY_INFO, {
+    ...(supportedProtocolVersions ? { supportedProtocolVersions } : {}),
     // `subscribe`: the listen router honours a stream's `resourceSubscriptions` only when it is declared.
     capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { listChanged: true, subscribe: true } },
     instructions: gatewayInstructions(pool),
@@ -164,6 +166,8 @@ export function createModernLane(pool: GatewayPool, options: ModernLaneOptions):
 /** A lane served over HTTP: the SDK's stateless handler (`legacy: 'reject'`, the 2025 lane is the gateway's own). */
 export interface ModernHttpLane extends ModernLane {
   readonly handler: McpHttpHandler;
+  /** The direct path for `tools/call` (src/gateway/modern-calls.ts): one server instance, the same handlers; made on first use. */
+  calls(): DirectCalls;
 }
 
 /** {@link createModernLane} behind an SDK v2 HTTP handler whose listen bus hears the lane's list changes. */
@@ -176,14 +180,21 @@ export function createModernHttpLane(pool: GatewayPool, options: Omit<ModernLane
     ...(onerror ? { onerror } : {}),
   });
   const h = handler;
+  let calls: DirectCalls | undefined;
+  let closed = false;
   return {
     core: lane.core,
     rounds: lane.rounds,
     resources: lane.resources,
     handler: h,
+    // Listing the revision lets the transport bind the instance to it on connect (the SDK's handler binds each of its own).
+    calls: () => (calls ??= new DirectCalls(createModernServer(pool, lane, [...SUPPORTED_PROTOCOL_VERSIONS, DIRECT_CALL_REVISION]))),
     close: () => {
+      if (closed) return;
+      closed = true;
       lane.close();
       void h.close().catch(() => undefined);
+      void calls?.close().catch(() => undefined);
     },
   };
 }
