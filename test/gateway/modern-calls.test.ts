@@ -14,22 +14,22 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY, Server as ServerV2 } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { MemoryApprovalStore } from '../../src/approvals/store.js';
-import { createMcpController, type McpController } from '../../src/controller/controller.js';
+import type { McpController } from '../../src/controller/controller.js';
 import { startHttpGateway, type HttpGateway } from '../../src/gateway/http.js';
 import { DirectCalls } from '../../src/gateway/modern-calls.js';
 import { GatewayPool } from '../../src/gateway/pool.js';
+import { bareController } from '../helpers/bare-controller.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
+import { registerCallTools, type CallsSeen } from './support.js';
 
 const MODERN = '2026-07-28';
 const TOKEN = 'modern-calls-test-token-0123456789';
 
-/** An in-process server with the tools the cases call. */
-function toolServer(seen: { started: number; aborted: number }): McpServer {
+/** An in-process server with the tools the cases call: echo, sum, fail, and the gateway tests' wait, ask and steps. */
+function toolServer(seen: CallsSeen): McpServer {
   const server = new McpServer({ name: 't', version: '1.0.0' });
   server.registerTool('echo', { description: 'Echoes text.', inputSchema: { text: z.string() } }, ({ text }) => ({ content: [{ type: 'text', text }] }));
   server.registerTool('sum', { description: 'Adds.', inputSchema: { a: z.number(), b: z.number() }, outputSchema: { sum: z.number() } }, ({ a, b }) => ({
@@ -39,31 +39,7 @@ function toolServer(seen: { started: number; aborted: number }): McpServer {
   server.registerTool('fail', { description: 'Throws.', inputSchema: {} }, () => {
     throw new Error('boom');
   });
-  server.registerTool('steps', { description: 'Reports progress steps.', inputSchema: { n: z.number() } }, async ({ n }, extra) => {
-    const token = extra._meta?.progressToken;
-    for (let i = 1; i <= n; i++) {
-      if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: n, message: `step ${i}` } });
-    }
-    return { content: [{ type: 'text', text: `did ${n} steps` }] };
-  });
-  server.registerTool('ask', { description: 'Asks for a name.', inputSchema: {} }, async () => {
-    const answer = await server.server.elicitInput({
-      mode: 'form',
-      message: 'Who are you?',
-      requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-    });
-    return { content: [{ type: 'text', text: `${answer.action}:${JSON.stringify(answer.content ?? {})}` }] };
-  });
-  server.registerTool('wait', { description: 'Waits until cancelled.', inputSchema: {} }, (_args, extra) => {
-    seen.started++;
-    return new Promise<CallToolResult>((resolve) => {
-      extra.signal.addEventListener('abort', () => {
-        seen.aborted++;
-        resolve({ content: [{ type: 'text', text: 'cancelled' }] });
-      });
-    });
-  });
-  return server;
+  return registerCallTools(server, seen);
 }
 
 interface Answer {
@@ -128,11 +104,7 @@ describe('2026-07-28 tools/call over HTTP: the direct path answers like the SDK'
   };
 
   beforeAll(async () => {
-    controller = createMcpController({
-      cwd: dir,
-      sources: [],
-      approvals: new MemoryApprovalStore(),
-      watch: false,
+    controller = bareController(dir, {
       sdkServers: { t: toolServer(seen) },
       onElicitation: (server, request, opts) => pool.elicit(server, request, opts),
     });

@@ -9,47 +9,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { MemoryApprovalStore } from '../../src/approvals/store.js';
-import { createMcpController, type McpController } from '../../src/controller/controller.js';
+import type { McpController } from '../../src/controller/controller.js';
 import { GatewayPool } from '../../src/gateway/pool.js';
 import { intersect, parseServerList, scopeFromRequest } from '../../src/gateway/scope.js';
 import type { GatewaySession } from '../../src/gateway/server.js';
 import { stdioFixtureConfig } from '../helpers/fixtures.js';
 import { pidAlive, waitFor } from '../helpers/processes.js';
-import { inProcessClient as clientFor, textOf } from './support.js';
+import { bareController } from '../helpers/bare-controller.js';
+import { inProcessClient as clientFor, registerCallTools, textOf, type CallsSeen } from './support.js';
 
-/** An in-process server with a tool that waits until cancelled and one that reports progress. */
-function slowServer(seen: { started: number; aborted: number }): McpServer {
-  const server = new McpServer({ name: 'slow', version: '1.0.0' });
-  server.registerTool('wait', { description: 'Waits until cancelled.', inputSchema: {} }, (_args, extra) => {
-    seen.started++;
-    return new Promise<CallToolResult>((resolve) => {
-      extra.signal.addEventListener('abort', () => {
-        seen.aborted++;
-        resolve({ content: [{ type: 'text', text: 'cancelled' }] });
-      });
-    });
-  });
-  server.registerTool('ask', { description: 'Asks the user for a name.', inputSchema: {} }, async () => {
-    const answer = await server.server.elicitInput({
-      mode: 'form',
-      message: 'Who are you?',
-      requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-    });
-    return { content: [{ type: 'text', text: `${answer.action}:${JSON.stringify(answer.content ?? {})}` }] };
-  });
-  server.registerTool('steps', { description: 'Reports three progress steps.', inputSchema: { n: z.number() } }, async ({ n }, extra) => {
-    const token = extra._meta?.progressToken;
-    for (let i = 1; i <= n; i++) {
-      if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: n, message: `step ${i}` } });
-    }
-    return { content: [{ type: 'text', text: `did ${n} steps` }] };
-  });
-  return server;
-}
+/** An in-process server whose tools wait until cancelled, ask, and report progress. */
+const slowServer = (seen: CallsSeen): McpServer => registerCallTools(new McpServer({ name: 'slow', version: '1.0.0' }), seen);
 
 describe('gateway session (in-process)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'mcpr-gateway-session-'));
@@ -60,11 +32,7 @@ describe('gateway session (in-process)', () => {
   let session: GatewaySession;
 
   beforeAll(async () => {
-    controller = createMcpController({
-      cwd: dir,
-      sources: [],
-      approvals: new MemoryApprovalStore(),
-      watch: false,
+    controller = bareController(dir, {
       sdkServers: { slow: slowServer(seen) },
       // What `serve` does: managed servers' elicitations go to a client through the pool.
       onElicitation: (server, request, opts) => pool.elicit(server, request, opts),

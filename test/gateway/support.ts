@@ -14,7 +14,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { PromptListChangedNotificationSchema, ToolListChangedNotificationSchema, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { PromptListChangedNotificationSchema, ToolListChangedNotificationSchema, type CallToolResult, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import type { GatewayPool } from '../../src/gateway/pool.js';
 import { createSessionServer, type GatewaySession } from '../../src/gateway/server.js';
 import { fixturePath, cliBin as cliMain } from '../helpers/fixtures.js';
@@ -258,4 +260,43 @@ export class HttpServe {
     const exit = this.serve ? await this.serve.stop() : undefined;
     return { code: exit?.code, stderr: this.serve?.stderr ?? '', left: await this.ws.cleanup() };
   }
+}
+
+/** What the `wait` tool of {@link registerCallTools} saw: calls started and calls cancelled. */
+export interface CallsSeen {
+  started: number;
+  aborted: number;
+}
+
+/**
+ * The in-process tools the gateway's call tests use: `wait` (runs until
+ * cancelled, counted in `seen`), `ask` (a form elicitation) and `steps`
+ * (`n` progress notifications, then a result).
+ */
+export function registerCallTools(server: McpServer, seen: CallsSeen): McpServer {
+  server.registerTool('wait', { description: 'Waits until cancelled.', inputSchema: {} }, (_args, extra) => {
+    seen.started++;
+    return new Promise<CallToolResult>((resolve) => {
+      extra.signal.addEventListener('abort', () => {
+        seen.aborted++;
+        resolve({ content: [{ type: 'text', text: 'cancelled' }] });
+      });
+    });
+  });
+  server.registerTool('ask', { description: 'Asks the user for a name.', inputSchema: {} }, async () => {
+    const answer = await server.server.elicitInput({
+      mode: 'form',
+      message: 'Who are you?',
+      requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+    });
+    return { content: [{ type: 'text', text: `${answer.action}:${JSON.stringify(answer.content ?? {})}` }] };
+  });
+  server.registerTool('steps', { description: 'Reports n progress steps.', inputSchema: { n: z.number() } }, async ({ n }, extra) => {
+    const token = extra._meta?.progressToken;
+    for (let i = 1; i <= n; i++) {
+      if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: n, message: `step ${i}` } });
+    }
+    return { content: [{ type: 'text', text: `did ${n} steps` }] };
+  });
+  return server;
 }
