@@ -9,7 +9,7 @@
  * instance per request, a client's disconnect cancels its call, and
  * concurrent requests with the same JSON-RPC id keep their answers apart.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,8 +22,8 @@ import { startHttpGateway, type HttpGateway } from '../../src/gateway/http.js';
 import { DirectCalls } from '../../src/gateway/modern-calls.js';
 import { GatewayPool } from '../../src/gateway/pool.js';
 import { bareController } from '../helpers/bare-controller.js';
-import { pidAlive, waitFor } from '../helpers/processes.js';
-import { registerCallTools, type CallsSeen } from './support.js';
+import { waitFor } from '../helpers/processes.js';
+import { closeInProcessPool, registerCallTools, type CallsSeen } from './support.js';
 
 const MODERN = '2026-07-28';
 const TOKEN = 'modern-calls-test-token-0123456789';
@@ -117,11 +117,7 @@ describe('2026-07-28 tools/call over HTTP: the direct path answers like the SDK'
   afterAll(async () => {
     await direct?.close();
     await sdk?.close();
-    pool?.close();
-    const pids = controller?.pids() ?? [];
-    await controller?.dispose();
-    expect(pids.filter(pidAlive)).toEqual([]);
-    rmSync(dir, { recursive: true, force: true });
+    await closeInProcessPool(pool, controller, dir);
   });
 
   /**

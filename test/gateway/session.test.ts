@@ -4,7 +4,7 @@
  * and elicitation pass through, a reconnecting or failed server answers with
  * a tool error carrying the reason, and the scope parser's rules.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -16,9 +16,9 @@ import { GatewayPool } from '../../src/gateway/pool.js';
 import { intersect, parseServerList, scopeFromRequest } from '../../src/gateway/scope.js';
 import type { GatewaySession } from '../../src/gateway/server.js';
 import { stdioFixtureConfig } from '../helpers/fixtures.js';
-import { pidAlive, waitFor } from '../helpers/processes.js';
+import { waitFor } from '../helpers/processes.js';
 import { bareController } from '../helpers/bare-controller.js';
-import { inProcessClient as clientFor, registerCallTools, textOf, type CallsSeen } from './support.js';
+import { closeInProcessPool, inProcessClient as clientFor, registerCallTools, textOf, type CallsSeen } from './support.js';
 
 /** An in-process server whose tools wait until cancelled, ask, and report progress. */
 const slowServer = (seen: CallsSeen): McpServer => registerCallTools(new McpServer({ name: 'slow', version: '1.0.0' }), seen);
@@ -50,11 +50,7 @@ describe('gateway session (in-process)', () => {
   afterAll(async () => {
     await client?.close();
     await session?.close();
-    pool?.close();
-    const pids = controller?.pids() ?? [];
-    await controller?.dispose();
-    expect(pids.filter(pidAlive)).toEqual([]);
-    rmSync(dir, { recursive: true, force: true });
+    await closeInProcessPool(pool, controller, dir);
   });
 
   it('forwards cancellation: aborting the client call cancels the call on the managed server', async () => {

@@ -16,7 +16,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { PromptListChangedNotificationSchema, ToolListChangedNotificationSchema, type CallToolResult, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import { expect } from 'vitest';
 import { z } from 'zod';
+import type { McpController } from '../../src/controller/controller.js';
 import type { GatewayPool } from '../../src/gateway/pool.js';
 import { createSessionServer, type GatewaySession } from '../../src/gateway/server.js';
 import { fixturePath, cliBin as cliMain } from '../helpers/fixtures.js';
@@ -299,4 +301,13 @@ export function registerCallTools(server: McpServer, seen: CallsSeen): McpServer
     return { content: [{ type: 'text', text: `did ${n} steps` }] };
   });
   return server;
+}
+
+/** An in-process pool's end: close `pool`, dispose `controller` (no managed process may outlive it) and remove the workspace `dir`. */
+export async function closeInProcessPool(pool: GatewayPool | undefined, controller: McpController | undefined, dir: string): Promise<void> {
+  pool?.close();
+  const pids = controller?.pids() ?? [];
+  await controller?.dispose();
+  expect(pids.filter(pidAlive)).toEqual([]);
+  rmSync(dir, { recursive: true, force: true });
 }
