@@ -77,6 +77,11 @@ export interface CliCommand {
   run(ctx: CliContext): Promise<number>;
 }
 
+/** The `SERVER` argument of the verbs that act on one server: `help` says which servers qualify. */
+export function serverPositional(help: string): CliPositional {
+  return { name: 'SERVER', arity: 'required', help };
+}
+
 /** Upper bound of every `--timeout MS`: 24 h (larger values overflow Node's timers). */
 export const MAX_TIMEOUT_MS = 24 * 60 * 60 * 1000;
 

@@ -1,7 +1,7 @@
 import { isGated } from '../../../machines/admission.js';
 import { canonicalRoot, FileApprovalStore } from '../../approvals/store.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
-import { parseTimeoutMs, type CliCommand, type CliContext, type CliPositional } from '../command.js';
+import { parseTimeoutMs, serverPositional, type CliCommand, type CliContext, type CliPositional } from '../command.js';
 import { DEFAULT_PICKUP_TIMEOUT_MS } from '../request-channel.js';
 import { sendToRunningWatch } from '../send-to-watch.js';
 import { loadWorkspace } from '../workspace.js';
@@ -108,7 +108,7 @@ async function approveTools(ctx: CliContext, server: string, timeout: number | u
   return 0;
 }
 
-const serverArg = (what: string): CliPositional => ({ name: 'SERVER', arity: 'required', help: `the project or workspace server to ${what} (a name from \`mcp-reconciler config\`)` });
+const serverArg = (what: string): CliPositional => serverPositional(`the project or workspace server to ${what} (a name from \`mcp-reconciler config\`)`);
 
 /**
  * `approve SERVER`: persist an approval for the server's current config hash;

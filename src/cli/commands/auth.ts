@@ -14,7 +14,7 @@ import type { DesiredServer } from '../../../machines/types.js';
 import { OAuthManager } from '../../auth/manager.js';
 import { defaultTokenStorePath, FileTokenStore, type TokenStore } from '../../auth/token-store.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
-import { parseTimeoutMs, type CliCommand, type CliContext, type CliOption, type CliPositional } from '../command.js';
+import { parseTimeoutMs, serverPositional, type CliCommand, type CliContext, type CliOption } from '../command.js';
 import { loadWorkspace } from '../workspace.js';
 import { CLUSTER_SECRET_ENV, clusterTargetOptions, parseClusterTarget } from './serve.js';
 
@@ -127,7 +127,7 @@ const clusterOptions: Record<'cluster' | 'workspace-id', CliOption> = {
   'workspace-id': clusterTargetOptions['workspace-id'],
 };
 
-const serverArg: CliPositional = { name: 'SERVER', arity: 'required', help: 'a remote (HTTP) server of this workspace' };
+const serverArg = serverPositional('a remote (HTTP) server of this workspace');
 
 /** `auth SERVER`: sign in to a remote server with OAuth (prints the URL, waits for the loopback redirect). */
 export const authCommand: CliCommand = {

@@ -2,7 +2,7 @@ import { access } from 'node:fs/promises';
 import { canonicalRoot } from '../../approvals/store.js';
 import { defaultLogDir, logFile, readServerLog, type LogRecord } from '../../controller/server-logs.js';
 import { ErrorCode, McpReconcilerError } from '../../errors.js';
-import type { CliCommand, CliContext } from '../command.js';
+import { serverPositional, type CliCommand, type CliContext } from '../command.js';
 import { LOG_LEVELS, type LogLevel } from '../../../machines/types.js';
 import { untilStopped } from '../until-stopped.js';
 
@@ -77,7 +77,7 @@ export const logsCommand: CliCommand = {
     'mcp-reconciler logs github --json           # one JSON record per line: time, source, level, text',
     'mcp-reconciler logs github --level warning  # warnings and worse (and stderr)',
   ],
-  positionals: [{ name: 'SERVER', arity: 'required', help: 'a server of this workspace' }],
+  positionals: [serverPositional('a server of this workspace')],
   options: {
     follow: { type: 'boolean', short: 'f', help: 'keep printing new lines until Ctrl-C' },
     since: { type: 'string', value: 'DURATION', help: 'only lines from this long ago (90s, 10m, 2h, 1d) or since an ISO time' },

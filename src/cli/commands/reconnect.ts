@@ -1,4 +1,4 @@
-import { parseTimeoutMs, type CliCommand, type CliContext } from '../command.js';
+import { parseTimeoutMs, serverPositional, type CliCommand, type CliContext } from '../command.js';
 import { DEFAULT_PICKUP_TIMEOUT_MS } from '../request-channel.js';
 import { sendToRunningWatch } from '../send-to-watch.js';
 
@@ -25,7 +25,7 @@ export const reconnectCommand: CliCommand = {
   examples: [
     "mcp-reconciler reconnect github             # the running watch retries \"github\" now, with a fresh budget",
   ],
-  positionals: [{ name: 'SERVER', arity: 'required', help: 'a server of the running watch' }],
+  positionals: [serverPositional('a server of the running watch')],
   summary: 'make the running watch reconnect a failed, needs-auth or reconnecting server now',
   options: {
     timeout: { type: 'string', value: 'MS', help: `how long the running watch has to take the request (default ${DEFAULT_PICKUP_TIMEOUT_MS})` },

@@ -163,17 +163,18 @@ export const statusCommand: CliCommand = {
     'mcp-reconciler status --cluster /run/redis/redis.sock --workspace-id team --ui   # the replicas and their sessions, live',
   ],
   summary: 'start the servers, wait until they settle, print their state, exit',
+  // Plain status's own option first, then the other views (--shared, --cluster) and how to show them (--ui).
   options: {
-    shared: { type: 'boolean', help: 'show the running daemon instead: its workspaces, sessions, and which session holds which server' },
-    ui: { type: 'boolean', help: 'with --shared or --cluster: serve it as a live dashboard on 127.0.0.1 (URL printed) until Ctrl-C' },
-    port: { type: 'string', value: 'N', help: 'with --ui: dashboard port (default: a free one)' },
     timeout: {
       type: 'string',
       value: 'MS',
       help: "wait at most MS milliseconds for each server to settle, counted from its start (default: until it connects or its start bound, startTimeoutMs, fails it)",
     },
+    shared: { type: 'boolean', help: 'show the running daemon instead: its workspaces, sessions, and which session holds which server' },
     cluster: { type: 'string', value: 'REDIS', help: 'list the live replicas of a clustered gateway (serve --cluster) and their sessions instead' },
     'workspace-id': { type: 'string', value: 'ID', help: 'with --cluster: the workspace id its replicas share' },
+    ui: { type: 'boolean', help: 'with --shared or --cluster: serve it as a live dashboard on 127.0.0.1 (URL printed) until Ctrl-C' },
+    port: { type: 'string', value: 'N', help: 'with --ui: dashboard port (default: a free one)' },
   },
   run: (ctx) => {
     const target = typeof ctx.values.cluster === 'string' ? ctx.values.cluster.trim() : '';
