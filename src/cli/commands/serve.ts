@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { DesiredServer } from '../../../machines/types.js';
 import { createMcpController, type McpController } from '../../controller/controller.js';
 import { describeReason, shellQuote } from '../../controller/messages.js';
 import { formatIssue } from '../../config/sources.js';
@@ -98,6 +99,14 @@ function parseMaxSessions(v: CliContext['values'], http: boolean): number | unde
     throw usage(`--max-sessions must be a whole number from 1 to ${MAX_SESSIONS_LIMIT}, not ${JSON.stringify(String(raw))}`, 'e.g. --max-sessions 2000 for a cluster replica (default 64)');
   }
   return n;
+}
+
+/** What a logged cluster sign-in URL is good for (docs/cluster-oauth.md). */
+const SIGN_IN_NOTE = '(the browser may come back to any replica; the URL works once, for 10 minutes)';
+
+/** The servers of `desired` that are (or are not) per-principal (`oauth.perPrincipal`, docs/cluster-principals.md). */
+function serversWhere(desired: Record<string, DesiredServer>, perPrincipal: boolean): Record<string, DesiredServer> {
+  return Object.fromEntries(Object.entries(desired).filter(([, entry]) => (entry.config.oauth?.perPrincipal === true) === perPrincipal));
 }
 
 const EXPOSURE_MODES: readonly ToolExposureMode[] = ['all', 'search', 'auto'];
@@ -313,7 +322,7 @@ async function run(ctx: CliContext): Promise<number> {
     ...(cluster ? { approvals: cluster.approvals, listingCacheSecondLevel: cluster.listings } : {}),
     ...(cluster?.tokens ? { oauth: { tokenStore: cluster.tokens, ...(signIns ? { callback: signIns, authorizationTimeoutMs: clusterKit!.SIGN_IN_TTL_MS } : {}) } } : {}),
     ...(signIns
-      ? { onAuthorizationUrl: (server: string, url: URL) => log(`"${server}" needs a sign-in: open ${url.href} (the browser may come back to any replica; the URL works once, for 10 minutes)`) }
+      ? { onAuthorizationUrl: (server: string, url: URL) => log(`"${server}" needs a sign-in: open ${url.href} ${SIGN_IN_NOTE}`) }
       : {}),
   });
   // Per-principal servers (docs/cluster-principals.md): only where each principal's credentials can be
@@ -324,8 +333,8 @@ async function run(ctx: CliContext): Promise<number> {
     // The gateway's controller leaves them out (and says which they are); a principal's has only them.
     options.selectServers = (desired) => {
       perPrincipal.clear();
-      for (const [name, entry] of Object.entries(desired)) if (entry.config.oauth?.perPrincipal === true) perPrincipal.add(name);
-      return Object.fromEntries(Object.entries(desired).filter(([, entry]) => entry.config.oauth?.perPrincipal !== true));
+      for (const name of Object.keys(serversWhere(desired, true))) perPrincipal.add(name);
+      return serversWhere(desired, false);
     };
   }
   const principalController = (principal: string): McpController => {
@@ -333,7 +342,7 @@ async function run(ctx: CliContext): Promise<number> {
     const c = createMcpController({
       ...options,
       ...gatewayControllerOptions(args, () => pool?.principalPool(principal), 'the gateway'),
-      selectServers: (desired) => Object.fromEntries(Object.entries(desired).filter(([, entry]) => entry.config.oauth?.perPrincipal === true)),
+      selectServers: (desired) => serversWhere(desired, true),
       oauth: {
         ...options.oauth,
         tokenStore: new clusterKit!.RedisTokenStore({ redis: cluster!.redis, keys: cluster!.keys, secret: secret!, principal }),
@@ -366,7 +375,7 @@ async function run(ctx: CliContext): Promise<number> {
   const signInsAsked = new Map<string, string>();
   /** A principal's sign-in: logged as the gateway's are, and sent to that principal's session if its client takes URL elicitations. */
   const askToSignIn = (principal: string, server: string, url: URL): void => {
-    log(`"${server}" of principal ${principal} needs a sign-in: open ${url.href} (the browser may come back to any replica; the URL works once, for 10 minutes)`);
+    log(`"${server}" of principal ${principal} needs a sign-in: open ${url.href} ${SIGN_IN_NOTE}`);
     const request = {
       mode: 'url' as const,
       elicitationId: randomUUID(),
@@ -496,7 +505,7 @@ async function run(ctx: CliContext): Promise<number> {
       const { desired } = controller.config();
       const singletons = Object.keys(desired).filter((name) => desired[name]!.config.singleton === true);
       if (singletons.length && !cluster) log(`note: singleton: true (${singletons.join(', ')}) applies to serve --http --cluster only; here every such server runs in this gateway as usual`);
-      const personal = Object.keys(desired).filter((name) => desired[name]!.config.oauth?.perPrincipal === true);
+      const personal = Object.keys(serversWhere(desired, true));
       if (personal.length && !perPrincipal) {
         log(
           `note: oauth.perPrincipal (${personal.join(', ')}) applies to serve --http --cluster with $${CLUSTER_SECRET_ENV} only; ` +
