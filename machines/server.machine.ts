@@ -169,6 +169,8 @@ export interface ConnectOutput {
 export interface SessionInput {
   name: string;
   generation: number;
+  /** The subscription count the machine holds, so the session reports it only when it differs. */
+  subscriptions: number;
 }
 
 /**
@@ -710,7 +712,7 @@ export const serverMachine = setup({
           invoke: {
             id: 'session',
             src: 'session',
-            input: ({ context }) => ({ name: context.name, generation: context.generation }),
+            input: ({ context }) => ({ name: context.name, generation: context.generation, subscriptions: context.subscriptions }),
           },
           after: {
             healthyDelay: { actions: assign({ attempt: 0, healthy: true, lossForgiven: false }) },

@@ -97,7 +97,10 @@ export class ToolDefinitions {
       return tools;
     }
     rec.latest = tools;
-    const drift = driftOf(rec.accepted, tools, pin, rec.drift?.since ?? new Date().toISOString());
+    const drift = driftOf(rec.accepted, tools, pin, rec.drift?.since ?? '');
+    // The common case at every listing and every cached restore: no drift before or now, nothing to record.
+    if (!drift && !rec.drift) return tools;
+    if (drift && drift.since === '') drift.since = new Date().toISOString();
     const before = JSON.stringify(rec.drift ?? null);
     if (drift) rec.drift = drift;
     else delete rec.drift;

@@ -123,7 +123,7 @@ export class Connections {
     return serverMachine.provide({
       actors: {
         connect: fromPromise<ConnectOutput, ConnectInput>(({ input, signal }) => this.connect(input.name, input.entry, input.generation, signal)),
-        session: fromCallback<ConnectionLostEvent, SessionInput>(({ input, sendBack }) => this.watchSession(input.name, input.generation, sendBack)),
+        session: fromCallback<ConnectionLostEvent, SessionInput>(({ input, sendBack }) => this.watchSession(input, sendBack)),
       },
       actions: {
         dropTools: (_args: unknown, params: { name: string }) => this.ws.registry.drop(params.name),
@@ -384,7 +384,7 @@ export class Connections {
     rec.notify?.(lost);
   }
 
-  private watchSession(name: string, generation: number, sendBack: (e: ConnectionLostEvent | SubscriptionsEvent) => void): () => void {
+  private watchSession({ name, generation, subscriptions }: SessionInput, sendBack: (e: ConnectionLostEvent | SubscriptionsEvent) => void): () => void {
     const rec = this.live.get(name);
     if (!rec || rec.generation !== generation) {
       sendBack({ type: 'CONNECTION_LOST', generation, error: 'connection vanished before it was watched' });
@@ -396,7 +396,9 @@ export class Connections {
     if (rec.lost) rec.notify(rec.lost);
     // The machine's count may be stale (subscriptions changed while it was not connected): set it on every connection.
     rec.syncSubscriptions = (count) => sendBack({ type: 'SUBSCRIPTIONS', count });
-    rec.syncSubscriptions(this.subscriptions.countOf(name));
+    // An event only when it differs: at a start of N servers that is N machine steps saved (docs/start-allocation.md).
+    const count = this.subscriptions.countOf(name);
+    if (count !== subscriptions) rec.syncSubscriptions(count);
     return () => {
       rec.notify = undefined;
       rec.syncSubscriptions = undefined;

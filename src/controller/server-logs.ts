@@ -47,6 +47,8 @@ export function defaultLogDir(root: string, env: NodeJS.ProcessEnv = process.env
 
 /** A server's log file in `dir`. Names are user data: anything but `A-Z a-z 0-9 _ -` is %-encoded (so no `..`, `/`). */
 export function logFile(dir: string, server: string): string {
+  // Most names need no encoding: skip the per-byte pass (one per server at every start).
+  if (/^[A-Za-z0-9_-]+$/.test(server)) return join(dir, `${server}.log`);
   const safe = [...Buffer.from(server, 'utf8')].map((b) => (/[A-Za-z0-9_-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
   return join(dir, `${safe}.log`);
 }

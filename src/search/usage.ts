@@ -9,7 +9,8 @@ const SAVE_DELAY_MS = 2_000;
 
 /** Call counts by registered tool name. */
 export class ToolUsage {
-  private readonly counts = new Map<string, number>();
+  /** Read from the file at first use: a host that never calls or searches does not pay for it at start. */
+  private loaded: Map<string, number> | undefined;
   private timer: NodeJS.Timeout | undefined;
   /** The write under way: writes queue behind it, so the file ends with the newest counts. */
   private writing: Promise<void> = Promise.resolve();
@@ -18,8 +19,15 @@ export class ToolUsage {
   /** Counts live in `tool-usage/` beside the listing cache directory `dir`; `dir` false: in memory only. */
   constructor(dir: string | false, root: string, private readonly onError: (err: unknown) => void = () => {}) {
     this.doc = WorkspaceDoc.beside(dir, 'tool-usage', root);
-    // No file yet, or an unreadable or untrusted one: start counting afresh.
-    for (const [name, n] of Object.entries(this.doc?.member('counts') ?? {})) if (typeof n === 'number' && n > 0) this.counts.set(name, n);
+  }
+
+  private get counts(): Map<string, number> {
+    if (!this.loaded) {
+      this.loaded = new Map();
+      // No file yet, or an unreadable or untrusted one: start counting afresh.
+      for (const [name, n] of Object.entries(this.doc?.member('counts') ?? {})) if (typeof n === 'number' && n > 0) this.loaded.set(name, n);
+    }
+    return this.loaded;
   }
 
   /** Count one call of `name`. */
@@ -50,7 +58,8 @@ export class ToolUsage {
   flush(): Promise<void> {
     this.cancel();
     const doc = this.doc;
-    if (!doc) return this.writing;
+    // Never read means never counted: the file already holds these counts.
+    if (!doc || !this.loaded) return this.writing;
     // The counts are read when the write starts, not when it was queued.
     this.writing = this.writing.then(() => doc.write({ counts: Object.fromEntries(this.counts) }, this.onError));
     return this.writing;
