@@ -19,7 +19,7 @@ describe('controller: SUBSCRIPTIONS events', () => {
     const c = h.controller(ws, { listingCache: false });
     const seen: Array<{ server: string; count: number }> = [];
     c.actor.system.inspect((e) => {
-      if (e.type === '@xstate.event' && e.event.type === 'SUBSCRIPTIONS') seen.push({ server: e.actorRef.id, count: (e.event as { count: number }).count });
+      if (e.type === '@xstate.event' && e.event.type === 'SUBSCRIPTIONS') seen.push({ server: (e.actorRef as unknown as { id: string }).id, count: (e.event as unknown as { count: number }).count });
     });
     for (const name of ['a', 'b', 'c']) await c.addRuntimeServer(name, stdioFixtureConfig('resource-server'));
     await c.start();
