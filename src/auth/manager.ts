@@ -766,6 +766,9 @@ export class OAuthManager {
 
   /** A loopback receiver on the registered redirect's port when there is one, else a fresh port (and a fresh registration). */
   private async listen(config: ServerOAuthConfig | undefined, provider: StoredOAuthProvider, keepAlive: boolean): Promise<LoopbackReceiver> {
+    // A registration made for another redirect (a clustered gateway's public callback, docs/cluster-oauth.md)
+    // cannot be completed on a loopback receiver: the authorization server would refuse our redirect URI.
+    if (config?.callbackPort === undefined && provider.registeredRedirect !== undefined && !isLoopbackRedirect(provider.registeredRedirect)) await provider.dropRegistration();
     const wanted = config?.callbackPort ?? portOf(provider.registeredRedirect);
     if (wanted !== undefined) {
       try {
@@ -816,6 +819,16 @@ function onlyTo(server: string, origins: ReadonlySet<string>, next: FetchLike): 
     }
     return next(input, init);
   };
+}
+
+/** Whether `url` is a redirect a loopback receiver of ours serves (`http://127.0.0.1:<port>/…`). */
+function isLoopbackRedirect(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return u.protocol === 'http:' && u.hostname === '127.0.0.1';
+  } catch {
+    return false;
+  }
 }
 
 function portOf(url: string | undefined): number | undefined {

@@ -118,7 +118,14 @@ export class Cluster {
     await sub.connect();
     // The message is the server whose decision changed: once re-read, say that it is in force here.
     await sub.subscribe(this.keys.approvalsChanged, (server) => this.reread('an approval changed', server));
+    // Tokens stored by a terminal's `auth --cluster` or another replica: a server waiting in needs_auth here connects with them.
+    await sub.subscribe(this.keys.credentialsChanged, (principal) => void this.tokensStored(principal, pool));
     this.subscriber = sub;
+  }
+
+  private async tokensStored(principal: string, pool: GatewayPool | undefined): Promise<void> {
+    const controllers = principal === 'gateway' ? [this.controller] : (pool?.principalControllers() ?? []);
+    for (const c of controllers) await c?.tokensStored().catch((err: unknown) => this.options.log(`picking up stored tokens: ${describeError(err)}`));
   }
 
   /**

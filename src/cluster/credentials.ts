@@ -134,10 +134,22 @@ export class RedisTokenStore implements TokenStore {
         this.options.count?.(next === undefined ? 'SREM' : 'SADD');
         if (next === undefined) await this.options.redis.sRem(this.index(), url);
         else await this.options.redis.sAdd(this.index(), url);
+        if (next?.tokens !== undefined && JSON.stringify(next.tokens) !== JSON.stringify(value?.tokens)) await this.announce();
         return;
       }
     }
     throw new McpReconcilerError(ErrorCode.NeedsAuth, `the credentials of ${url} changed under every one of 100 attempts to update them`, { hint: 'try again' });
+  }
+
+  /**
+   * Tell every replica that this store has new tokens: a server of theirs
+   * waiting in `needs_auth` connects with them (a terminal's `auth --cluster`,
+   * a sign-in another replica redeemed). Best effort: a replica that misses it
+   * uses the tokens at its next connect.
+   */
+  private async announce(): Promise<void> {
+    this.options.count?.('PUBLISH');
+    await this.options.redis.publish(this.options.keys.credentialsChanged, this.options.principal).catch(() => undefined);
   }
 
   async lock<T>(url: string, fn: () => Promise<T>): Promise<T> {

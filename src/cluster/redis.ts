@@ -85,6 +85,8 @@ export function workspaceKeys(workspaceId: string) {
     fence: (server: string) => `${p}:fence:${server}`,
     credential: (principal: string, server: string) => `${p}:cred:${principal}:${server}`,
     credentialLock: (principal: string, server: string) => `${p}:credlock:${principal}:${server}`,
+    /** Pub/sub: a credential store's tokens changed; the message is whose (`gateway` or a principal key). */
+    credentialsChanged: `${p}:credentials:changed`,
     oauthState: (state: string) => `${p}:oauth-state:${state}`,
   };
 }

@@ -98,7 +98,12 @@ export class AuthHooks {
     for (const [name, ref] of this.ws.servers()) {
       if (stateNameOf(ref.getSnapshot()) !== 'needs_auth') continue;
       const entry = getOwn(this.ws.desired, name);
-      if (entry && (await (await this.oauth()).hasTokens(entry).catch(() => false))) this.tokensArrived(name);
+      const manager = await this.oauth();
+      if (!entry || !(await manager.hasTokens(entry).catch(() => false))) continue;
+      // What this process holds of the server's sign-in is older than the store (a sign-in it still waits
+      // for included, whose URL is moot now): the connect reads the stored tokens afresh.
+      manager.forget(name);
+      this.tokensArrived(name);
     }
   }
 

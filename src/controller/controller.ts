@@ -754,6 +754,17 @@ export class McpController {
     await Promise.allSettled(this.connections.all().map((rec) => rec.conn.client.sendRootsListChanged()));
   }
 
+  /**
+   * OAuth tokens were stored outside this controller (another process, or
+   * another replica of a cluster, signed in): every server waiting in
+   * `needs_auth` that has tokens now connects with them. Servers in other
+   * states are left alone; they use the stored tokens at their next connect.
+   */
+  async tokensStored(): Promise<void> {
+    this.assertLive();
+    await this.auth.pickUpStoredTokens();
+  }
+
   /** Reconnect a server now with a fresh retry budget (from `failed`, `needs_auth` or while reconnecting). */
   async reconnect(server: string): Promise<void> {
     this.assertLive();

@@ -311,6 +311,11 @@ export class GatewayPool {
     return this.principalEntries.get(principal)?.pool;
   }
 
+  /** The controllers of the principals that have one now. */
+  principalControllers(): McpController[] {
+    return [...this.principalEntries.values()].map((e) => e.pool.controller);
+  }
+
   /**
    * `principal`'s controller, started (created when it has none, then
    * disposed after the idle timeout unless a session of it comes): a sign-in
