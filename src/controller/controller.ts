@@ -185,7 +185,7 @@ export class McpController {
         });
       }
       this.searchReady?.apply(change);
-      ws.clientUpdate();
+      ws.clientUpdate(change.server);
     });
     ws.registry.resources.onChange((change) => emitter.emit('resources-changed', change));
 
@@ -342,6 +342,8 @@ export class McpController {
     this.actor.stop();
     this.ws.registry.clear();
     this.searchReady?.close();
+    // The final rows (everything stopped, the registry empty) go out now: nothing fires after dispose().
+    this.ws.flushClientUpdate();
     this.ws.emitter.clear();
   }
 

@@ -339,7 +339,13 @@ export interface McpControllerEvents {
   'tools-changed': { server: string; added: string[]; removed: string[]; updated: string[] };
   'pending-approval': { servers: string[] };
   'config-error': { issues: ConfigIssue[] };
-  'client-update': { status: ServerStatus[] };
+  /**
+   * Something a status view shows changed: at most one per turn of the event
+   * loop, after the other events of that turn, with every server's row as it
+   * is when sent (docs/client-update.md). `registryChanged`: the servers whose
+   * registered tools or prompts changed since the previous `client-update`.
+   */
+  'client-update': { status: ServerStatus[]; registryChanged: string[] };
   /** After each reconcile that sent something to the machines. */
   reconciled: { count: number; servers: string[] };
   /**

@@ -75,6 +75,10 @@ export class Workspace implements WorkspaceParts {
   roots: Root[] | undefined;
   private reconciler: Actor<typeof reconcilerMachine> | undefined;
   private statusRows: (() => ServerStatus[]) | undefined;
+  /** The `client-update` scheduled for the end of this turn, if any (see {@link clientUpdate}). */
+  private pendingUpdate: NodeJS.Immediate | undefined;
+  /** Servers whose registered tools or prompts changed since the last `client-update`. */
+  private readonly listingsChanged = new Set<string>();
 
   constructor(parts: WorkspaceParts) {
     this.options = parts.options;
@@ -142,8 +146,33 @@ export class Workspace implements WorkspaceParts {
     };
   }
 
-  /** Tell `client-update` listeners (dashboard, watch view, gateway) that something they show changed. */
-  clientUpdate(): void {
-    if (this.statusRows && this.emitter.has('client-update')) this.emitter.emit('client-update', { status: this.statusRows() });
+  /**
+   * Tell `client-update` listeners (dashboard, watch view, gateway) that
+   * something they show changed; `server` when its registered tools or
+   * prompts did. Coalesced to one event per turn of the event loop
+   * (docs/client-update.md): each event builds every status row, and a start
+   * of N servers makes several changes per server. Nothing is scheduled while
+   * nobody listens.
+   */
+  clientUpdate(server?: string): void {
+    if (!this.statusRows || !this.emitter.has('client-update')) return;
+    if (server !== undefined) this.listingsChanged.add(server);
+    // setImmediate, not a microtask: it runs once the I/O callbacks of this turn (other servers'
+    // replies among them) are done, so they share one event; the events it follows are already out.
+    this.pendingUpdate ??= setImmediate(() => this.flushClientUpdate());
+  }
+
+  /**
+   * Send the pending `client-update` now, with the rows as they are (a no-op
+   * when none is pending). The controller calls it last thing in `dispose()`,
+   * so listeners hear the final rows and nothing fires afterwards.
+   */
+  flushClientUpdate(): void {
+    if (this.pendingUpdate === undefined) return;
+    clearImmediate(this.pendingUpdate);
+    this.pendingUpdate = undefined;
+    const registryChanged = [...this.listingsChanged];
+    this.listingsChanged.clear();
+    if (this.statusRows && this.emitter.has('client-update')) this.emitter.emit('client-update', { status: this.statusRows(), registryChanged });
   }
 }

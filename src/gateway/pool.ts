@@ -206,7 +206,7 @@ export class GatewayPool {
   private starting: Promise<void> | undefined;
   private readonly sessions = new Map<string, SessionEntry>();
   private readonly unsubscribe: Array<() => void> = [];
-  private promptKeys = new Map<string, string>();
+  private readonly promptKeys = new Map<string, string>();
   /** Calls in flight, oldest first: who to ask when a server elicits or samples during a call. */
   private readonly calls: Array<{ sessionId: string; server: string; requestId: RequestId }> = [];
   /** URL elicitations forwarded, by server and `elicitationId`: who to tell when the server says it is complete. */
@@ -244,10 +244,10 @@ export class GatewayPool {
         this.fanOut(e.server, 'tools');
       }),
       // Prompts have no event of their own: every registry change also ends in a
-      // client-update, and comparing the prompt listing per server finds theirs.
-      controller.on('client-update', () => {
+      // client-update naming its server, and comparing those servers' prompt listings finds theirs.
+      controller.on('client-update', (e) => {
         this.names.invalidate();
-        this.checkPrompts();
+        this.checkPrompts(e.registryChanged);
       }),
       // A server that appears (config edit) is held at once if a session's scope has it.
       controller.on('server-state', (e) => this.syncHolds([e.name])),
@@ -636,21 +636,32 @@ export class GatewayPool {
     }
   }
 
-  private checkPrompts(): void {
+  /**
+   * Tell sessions about each server whose prompt listing differs from the
+   * last pass: of `servers` only (those whose registry entry changed since
+   * the last `client-update`), or of every server.
+   */
+  private checkPrompts(servers?: readonly string[]): void {
+    if (servers?.length === 0) return;
+    const only = servers ? new Set(servers) : undefined;
     const byServer = new Map<string, RegisteredPrompt[]>();
     for (const p of this.controller.prompts()) {
+      if (only && !only.has(p.server)) continue;
       const list = byServer.get(p.server) ?? [];
       list.push(p);
       byServer.set(p.server, list);
     }
-    const next = new Map<string, string>();
-    for (const [server, prompts] of byServer) {
-      next.set(server, JSON.stringify(prompts.map((p) => [p.name, p.description, p.arguments])));
-    }
     const changed = new Set<string>();
-    for (const [server, key] of next) if (this.promptKeys.get(server) !== key) changed.add(server);
-    for (const server of this.promptKeys.keys()) if (!next.has(server)) changed.add(server);
-    this.promptKeys = next;
+    const compare = (server: string): void => {
+      const prompts = byServer.get(server);
+      const key = prompts ? JSON.stringify(prompts.map((p) => [p.name, p.description, p.arguments])) : undefined;
+      if (this.promptKeys.get(server) === key) return;
+      if (key === undefined) this.promptKeys.delete(server);
+      else this.promptKeys.set(server, key);
+      changed.add(server);
+    };
+    if (only) for (const server of only) compare(server);
+    else for (const server of new Set([...byServer.keys(), ...this.promptKeys.keys()])) compare(server);
     for (const server of changed) this.fanOut(server, 'prompts');
   }
 }
