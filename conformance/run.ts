@@ -18,7 +18,7 @@
  *   node dist/conformance/run.js [--suite current|next|all] [--wire REVISION]
  *                                [--scenario NAME] [--concurrency N] [--retries N]
  *                                [--skip-shared-retries WIRES] [--timeout MS]
- *                                [--json FILE] [--keep] [--verbose]
+ *                                [--json FILE] [--keep] [--verbose] [--help]
  *
  * --suite        which suites (default all)
  * --wire         the `next` suite at one revision only (2025-11-25 or 2026-07-28)
@@ -64,6 +64,26 @@ interface Check {
 }
 
 const DEFAULT_CONCURRENCY = 2;
+
+/** What --help prints (the header above says more). */
+const USAGE = `usage: node dist/conformance/run.js [options]   (npm run conformance -- [options])
+
+  --suite current|next|all   which suites (default all)
+  --wire REVISION            the next suite at one revision only (2025-11-25 or 2026-07-28)
+  --scenario NAME            one scenario only
+  --concurrency N            scenarios run at once (default ${DEFAULT_CONCURRENCY})
+  --retries N                re-run a failed scenario up to N more times, after every
+                             scenario's first run (default 0)
+  --skip-shared-retries WIRES
+                             at these wires (comma-separated, or all) do not re-run a
+                             failure that cannot change the verdict on our client: one
+                             both clients share (same checks, same messages), or the raw
+                             client's beside our pass
+  --timeout MS               the suite's per-scenario client timeout (default 30000)
+  --json FILE                also write the rows as JSON
+  --keep                     keep the suite's results folder
+  --verbose                  show the suite's own output
+`;
 
 // dist/conformance/run.js → the package root.
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -248,14 +268,28 @@ function nextTable(rows: Row[]): string[] {
 async function main(): Promise<number> {
   const text = { type: 'string' } as const;
   const flag = { type: 'boolean' } as const;
-  const { values } = parseArgs({
-    options: { suite: text, wire: text, scenario: text, keep: flag, verbose: flag, timeout: text, concurrency: text, retries: text, 'skip-shared-retries': text, json: text },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({
+      options: { suite: text, wire: text, scenario: text, keep: flag, verbose: flag, timeout: text, concurrency: text, retries: text, 'skip-shared-retries': text, json: text, help: { ...flag, short: 'h' } },
+    });
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values } = parsed;
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
   const concurrency = Math.max(1, positiveInt(values.concurrency, DEFAULT_CONCURRENCY, 'concurrency'));
   const retries = positiveInt(values.retries, 0, 'retries');
   const sharedFinal = (values['skip-shared-retries'] ?? '').split(',').map((w) => w.trim()).filter((w) => w !== '');
   for (const wire of sharedFinal) {
-    if (wire !== 'all' && !(WIRES as readonly string[]).includes(wire)) throw new Error(`--skip-shared-retries takes wires (${WIRES.join(', ')}) or all, got ${wire}`);
+    if (wire !== 'all' && !(WIRES as readonly string[]).includes(wire)) {
+      process.stderr.write(`--skip-shared-retries takes wires (${WIRES.join(', ')}, comma-separated) or all, got ${wire}\n`);
+      return 2;
+    }
   }
   const comparing = (wire: string | undefined): boolean => wire !== undefined && (sharedFinal.includes('all') || sharedFinal.includes(wire));
   const which = values.suite ?? 'all';
