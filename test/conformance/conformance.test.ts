@@ -130,6 +130,12 @@ function suiteRuns(): Record<Suite, Promise<SuiteRun>> {
   return started;
 }
 
+// Whichever describe ran (a -t filter may skip one), no runner outlives the file.
+afterAll(() => {
+  stopRunner('current');
+  stopRunner('next');
+});
+
 describe('MCP client conformance suite (public-API client)', () => {
   let rows: Row[] = [];
   let output = '';
