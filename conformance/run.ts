@@ -17,20 +17,30 @@
  *
  *   node dist/conformance/run.js [--suite current|next|all] [--wire REVISION]
  *                                [--scenario NAME] [--concurrency N] [--retries N]
- *                                [--timeout MS] [--json FILE] [--keep] [--verbose]
+ *                                [--skip-shared-retries WIRES] [--timeout MS]
+ *                                [--json FILE] [--keep] [--verbose] [--help]
  *
  * --suite        which suites (default all)
  * --wire         the `next` suite at one revision only (2025-11-25 or 2026-07-28)
  * --concurrency  scenarios run at once (default 2)
- * --retries      re-run a failed scenario up to N more times (default 0); a
- *                pass on a later attempt is marked in the table
+ * --retries      re-run a failed scenario up to N more times (default 0), once
+ *                every scenario had its first run; a pass on a later attempt
+ *                is marked in the table
+ * --skip-shared-retries WIRES
+ *                at these wires of the `next` suite (comma-separated, or
+ *                `all`) a failure is not re-run when it cannot change the
+ *                verdict on our client: both clients failed the same checks
+ *                with the same messages, or the raw client failed beside our
+ *                pass. Ours failing beside the raw client's pass is re-run.
+ *                (conformance/retries.ts)
  * --json FILE    also write the rows as JSON (test/conformance reads it)
  *
  * Each scenario runs in its own process group, which is killed once the
  * scenario is over (or this runner is interrupted), so no client outlives it.
  *
  * The suites' bundles import `fs.globSync` (Node >= 22) for a command we do
- * not use; conformance/node20-hook.mjs lets them load on Node 20.
+ * not use; on Node 20 a patched copy of each runs (conformance/suite-entry.ts),
+ * or, failing that, the bundle behind conformance/node20-hook.mjs.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -39,7 +49,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { NO_RESULTS, shouldRetry } from './retries.js';
+import type { ClientKind, Row } from './row.js';
 import { SCENARIOS } from './scenarios.js';
+import { suiteEntry } from './suite-entry.js';
+
+export type { ClientKind, Row } from './row.js';
 
 interface Check {
   id: string;
@@ -48,29 +63,27 @@ interface Check {
   description?: string;
 }
 
-/** Which client ran a scenario: ours (the public API) or the SDK's raw v2 client. */
-export type ClientKind = 'ours' | 'raw-v2';
-
-export interface Row {
-  /** The suite's package version (0.1.16, 0.2.0-alpha.12, …). */
-  suite: string;
-  /** The protocol revision the scenario ran at; `default` when the suite chose (0.1.16). */
-  wire: string;
-  client: ClientKind;
-  scenario: string;
-  passed: number;
-  failed: number;
-  warnings: number;
-  failures: string[];
-  /** 1 unless the scenario failed before and was run again (--retries). */
-  attempts: number;
-  /** Wall time of the last attempt. */
-  seconds: number;
-}
-
-
-
 const DEFAULT_CONCURRENCY = 2;
+
+/** What --help prints (the header above says more). */
+const USAGE = `usage: node dist/conformance/run.js [options]   (npm run conformance -- [options])
+
+  --suite current|next|all   which suites (default all)
+  --wire REVISION            the next suite at one revision only (2025-11-25 or 2026-07-28)
+  --scenario NAME            one scenario only
+  --concurrency N            scenarios run at once (default ${DEFAULT_CONCURRENCY})
+  --retries N                re-run a failed scenario up to N more times, after every
+                             scenario's first run (default 0)
+  --skip-shared-retries WIRES
+                             at these wires (comma-separated, or all) do not re-run a
+                             failure that cannot change the verdict on our client: one
+                             both clients share (same checks, same messages), or the raw
+                             client's beside our pass
+  --timeout MS               the suite's per-scenario client timeout (default 30000)
+  --json FILE                also write the rows as JSON
+  --keep                     keep the suite's results folder
+  --verbose                  show the suite's own output
+`;
 
 // dist/conformance/run.js → the package root.
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -87,16 +100,19 @@ type SuiteName = keyof typeof SUITE_PACKAGES;
 /** The revisions whose required client scenarios the `next` suite runs, each at its own wire. */
 export const WIRES = ['2025-11-25', '2026-07-28'] as const;
 
-function suiteOf(name: SuiteName): { bin: string; version: string } {
+/** A suite: its version and the node arguments that start its CLI (conformance/suite-entry.ts). */
+function suiteOf(name: SuiteName): { entry: string[]; version: string } {
   const require = createRequire(join(ROOT, 'package.json'));
   const pkgFile = require.resolve(`${SUITE_PACKAGES[name]}/package.json`);
   const { version } = JSON.parse(readFileSync(pkgFile, 'utf8')) as { version: string };
-  return { bin: join(dirname(pkgFile), 'dist', 'index.js'), version };
+  const pkgDir = dirname(pkgFile);
+  const entry = suiteEntry(pkgDir, join(pkgDir, 'dist', 'index.js'), join(ROOT, 'dist', 'conformance', 'suites', `${name}-${version}`), HOOK);
+  return { entry, version };
 }
 
 /** The client scenarios `revision` requires, as the suite lists them (`list --requirements`). */
-function requiredClientScenarios(bin: string, revision: string): string[] {
-  const listed = spawnSync(process.execPath, ['--import', HOOK, bin, 'list', '--requirements', revision], { cwd: ROOT, encoding: 'utf8' });
+function requiredClientScenarios(entry: string[], revision: string): string[] {
+  const listed = spawnSync(process.execPath, [...entry, 'list', '--requirements', revision], { cwd: ROOT, encoding: 'utf8' });
   if (listed.status !== 0) throw new Error(`the conformance suite could not list the requirements of ${revision}:\n${listed.stderr}`);
   const out: string[] = [];
   let inClients = false;
@@ -252,11 +268,30 @@ function nextTable(rows: Row[]): string[] {
 async function main(): Promise<number> {
   const text = { type: 'string' } as const;
   const flag = { type: 'boolean' } as const;
-  const { values } = parseArgs({
-    options: { suite: text, wire: text, scenario: text, keep: flag, verbose: flag, timeout: text, concurrency: text, retries: text, json: text },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({
+      options: { suite: text, wire: text, scenario: text, keep: flag, verbose: flag, timeout: text, concurrency: text, retries: text, 'skip-shared-retries': text, json: text, help: { ...flag, short: 'h' } },
+    });
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values } = parsed;
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
   const concurrency = Math.max(1, positiveInt(values.concurrency, DEFAULT_CONCURRENCY, 'concurrency'));
   const retries = positiveInt(values.retries, 0, 'retries');
+  const sharedFinal = (values['skip-shared-retries'] ?? '').split(',').map((w) => w.trim()).filter((w) => w !== '');
+  for (const wire of sharedFinal) {
+    if (wire !== 'all' && !(WIRES as readonly string[]).includes(wire)) {
+      process.stderr.write(`--skip-shared-retries takes wires (${WIRES.join(', ')}, comma-separated) or all, got ${wire}\n`);
+      return 2;
+    }
+  }
+  const comparing = (wire: string | undefined): boolean => wire !== undefined && (sharedFinal.includes('all') || sharedFinal.includes(wire));
   const which = values.suite ?? 'all';
   if (!['current', 'next', 'all'].includes(which)) throw new Error(`--suite must be current, next or all, got ${which}`);
   if (values.wire !== undefined && !(WIRES as readonly string[]).includes(values.wire)) throw new Error(`--wire must be one of ${WIRES.join(', ')}, got ${values.wire}`);
@@ -273,7 +308,7 @@ async function main(): Promise<number> {
   }
   if (which !== 'current') {
     for (const wire of values.wire ? [values.wire] : WIRES) {
-      const required = requiredClientScenarios(suites.next.bin, wire);
+      const required = requiredClientScenarios(suites.next.entry, wire);
       for (const scenario of values.scenario ? required.filter((s) => s === values.scenario) : required) {
         for (const client of ['ours', 'raw-v2'] as const) jobs.push({ suite: 'next', wire, client, scenario });
       }
@@ -283,7 +318,6 @@ async function main(): Promise<number> {
   if (!values.keep) scratch = out;
   const tmp = join(out, 'tmp');
   mkdirSync(tmp);
-  const queue = [...jobs];
   const started = Date.now();
   const rows: Row[] = [];
   let runs = 0;
@@ -291,13 +325,11 @@ async function main(): Promise<number> {
   const attempt = async (job: Job, n: number): Promise<Row> => {
     const dir = join(out, String(++runs));
     const t0 = Date.now();
-    const { bin, version } = suites[job.suite];
+    const { entry, version } = suites[job.suite];
     const code = await run(
       process.execPath,
       [
-        '--import',
-        HOOK,
-        bin,
+        ...entry,
         'client',
         '--command',
         `${process.execPath} ${CLIENTS[job.client]}`,
@@ -320,7 +352,7 @@ async function main(): Promise<number> {
       passed: 0,
       failed: 1,
       warnings: 0,
-      failures: ['the suite wrote no results for this scenario (run it with --verbose)'],
+      failures: [NO_RESULTS],
       attempts: 1,
       seconds: 0,
     };
@@ -331,15 +363,30 @@ async function main(): Promise<number> {
     }
     return { ...row, ...base, attempts: n, seconds: (Date.now() - t0) / 1000 };
   };
-  const worker = async (): Promise<void> => {
-    for (let job = queue.shift(); job !== undefined; job = queue.shift()) {
-      let row = await attempt(job, 1);
-      while (row.failed > 0 && row.attempts <= retries) row = await attempt(job, row.attempts + 1);
-      rows.push(row);
-    }
-  };
-  try {
+  /** Each job's latest row. */
+  const latest = new Map<Job, Row>();
+  /** Run `batch`, `concurrency` at a time, in order. */
+  const runAll = async (batch: Job[]): Promise<void> => {
+    const queue = [...batch];
+    const worker = async (): Promise<void> => {
+      for (let job = queue.shift(); job !== undefined; job = queue.shift()) latest.set(job, await attempt(job, (latest.get(job)?.attempts ?? 0) + 1));
+    };
     await Promise.all(Array.from({ length: concurrency }, worker));
+  };
+  /** The same scenario at the same wire, run by the other client. */
+  const counterpart = (job: Job): Job | undefined => jobs.find((j) => j !== job && j.suite === job.suite && j.wire === job.wire && j.scenario === job.scenario);
+  try {
+    // Every scenario once, then the retries: a retry's decision can rest on the other client's result.
+    await runAll(jobs);
+    for (;;) {
+      const again = jobs.filter((job) => {
+        const other = counterpart(job);
+        return shouldRetry(latest.get(job)!, other && latest.get(other), retries, comparing(job.wire));
+      });
+      if (again.length === 0) break;
+      await runAll(again);
+    }
+    rows.push(...jobs.map((job) => latest.get(job)!));
     rows.sort((a, b) => a.suite.localeCompare(b.suite) || a.wire.localeCompare(b.wire) || a.scenario.localeCompare(b.scenario) || a.client.localeCompare(b.client));
     if (rows.length === 0) {
       process.stderr.write('the conformance suite produced no results; run with --verbose to see why\n');
