@@ -19,6 +19,7 @@ import { createMcpController } from '../src/index.js';
 import { GatewayPool } from '../src/gateway/pool.js';
 import { userConfigOptions } from './support/library.js';
 import { initialVersions, TOOLS_PER_SERVER, writeConfig } from './support/servers.js';
+import { median } from './support/stats.js';
 
 const SELF = fileURLToPath(import.meta.url);
 
@@ -85,11 +86,6 @@ async function measure(mode: Mode, servers: number): Promise<Sample> {
   await c.dispose();
   rmSync(dir, { recursive: true, force: true });
   return { mode, start, edit };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 async function main(): Promise<void> {
