@@ -9,7 +9,6 @@
  *
  *   npm run build && node dist/bench/client-update.js [--servers 50] [--runs 3]
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +19,7 @@ import { GatewayPool } from '../src/gateway/pool.js';
 import { userConfigOptions } from './support/library.js';
 import { initialVersions, TOOLS_PER_SERVER, writeConfig } from './support/servers.js';
 import { median } from './support/stats.js';
+import { runJsonWorker } from './support/worker.js';
 
 const SELF = fileURLToPath(import.meta.url);
 
@@ -105,11 +105,7 @@ async function main(): Promise<void> {
   for (let run = 0; run < Number(values.runs); run++) {
     const order = run % 2 === 0 ? MODES : [...MODES].reverse();
     for (const mode of order) {
-      const env = { ...process.env };
-      delete env.NODE_EXTRA_CA_CERTS;
-      const r = spawnSync(process.execPath, [SELF, '--worker', mode, '--servers', String(servers)], { encoding: 'utf8', env, timeout: 300_000 });
-      if (r.status !== 0) throw new Error(`${mode} worker failed: ${r.stderr}`);
-      const s = JSON.parse(r.stdout) as Sample;
+      const s = runJsonWorker<Sample>(SELF, ['--worker', mode, '--servers', String(servers)], mode);
       samples.push(s);
       console.log(
         `run ${run + 1} ${mode.padEnd(8)}: start ${s.start.updates} updates, ${s.start.rows} rows, ${s.start.promptPasses} prompt passes, ${s.start.cpuMs.toFixed(0)} ms CPU; ` +

@@ -15,7 +15,6 @@
  * Uses only the public API and the package entry, so the compiled file also
  * runs in a build of an older commit (copy it to that build's dist/bench/).
  */
-import { spawnSync } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { loadLibrary, userConfigOptions } from './support/library.js';
+import { runJsonWorker } from './support/worker.js';
 import { fixtureConfig, initialVersions, loadSdk, rawConnect, TOOLS_PER_SERVER, writeConfig, type FixtureKind, type RawConnection } from './support/servers.js';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -139,11 +139,7 @@ async function main(): Promise<void> {
   const samples: Sample[] = [];
   for (let run = 0; run < Number(values.runs); run++) {
     for (const side of (run % 2 === 0 ? ['raw', 'ours'] : ['ours', 'raw']) as Side[]) {
-      const env = { ...process.env };
-      delete env.NODE_EXTRA_CA_CERTS;
-      const r = spawnSync(process.execPath, [SELF, '--worker', side, '--servers', String(servers), '--kind', kind], { encoding: 'utf8', env, timeout: 300_000 });
-      if (r.status !== 0) throw new Error(`${side} worker failed: ${r.stderr}`);
-      const s = JSON.parse(r.stdout) as Sample;
+      const s = runJsonWorker<Sample>(SELF, ['--worker', side, '--servers', String(servers), '--kind', kind], side);
       samples.push(s);
       console.log(`run ${run + 1} ${side.padEnd(4)}: allocated ${MB(s.allocated)} MB, RSS ${MB(s.rss)} MB, young generation ${MB(s.newSpace)} MB, ${s.scavenges} scavenges`);
     }

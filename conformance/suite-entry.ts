@@ -35,7 +35,8 @@ export function withoutGlobSyncImport(bundle: string): string | undefined {
 /** Mirror `pkgDir` at `mirrorDir` with `binRel` replaced by `patched`; everything else a link to the package's own. Safe to race with another runner doing the same. */
 function writeMirror(pkgDir: string, binRel: string, patched: string, mirrorDir: string): void {
   const binFile = join(mirrorDir, binRel);
-  if (existsSync(binFile) && readFileSync(binFile, 'utf8') === patched) return;
+  const mirrored = (): boolean => existsSync(binFile) && readFileSync(binFile, 'utf8') === patched;
+  if (mirrored()) return;
   const building = `${mirrorDir}.${process.pid}.tmp`;
   rmSync(building, { recursive: true, force: true });
   const link = (rel: string): void => {
@@ -49,12 +50,12 @@ function writeMirror(pkgDir: string, binRel: string, patched: string, mirrorDir:
   for (const name of readdirSync(pkgDir)) link(name);
   mkdirSync(dirname(mirrorDir), { recursive: true });
   // A stale mirror (another package version under the same name) goes; a fresh one another runner just wrote stays.
-  if (existsSync(binFile) && readFileSync(binFile, 'utf8') !== patched) rmSync(mirrorDir, { recursive: true, force: true });
+  if (existsSync(binFile) && !mirrored()) rmSync(mirrorDir, { recursive: true, force: true });
   try {
     renameSync(building, mirrorDir);
   } catch (err) {
     rmSync(building, { recursive: true, force: true });
-    if (!(existsSync(binFile) && readFileSync(binFile, 'utf8') === patched)) throw err;
+    if (!mirrored()) throw err;
   }
 }
 

@@ -5,7 +5,7 @@
  * measurement's own compiled file, forked with `--worker <json params>`; it
  * talks to the runner over the IPC channel.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { benchEnv, killMarked, killMarkedSync, RUN_MARKER, WORKER_MARKER } from './proc.js';
 
@@ -188,4 +188,15 @@ export function runAsWorker<P, R>(moduleUrl: string, body: (params: P, io: Worke
     (data) => finish({ type: 'result', data }, 0),
     (err: unknown) => finish({ type: 'error', data: { stack: err instanceof Error ? (err.stack ?? err.message) : String(err) } }, 1),
   );
+}
+
+/**
+ * For the standalone scripts (bench/start-allocation.ts, bench/client-update.ts):
+ * run `script` with `args` in a fresh Node process with {@link benchEnv} and
+ * parse the JSON it prints; a failed run throws with its stderr.
+ */
+export function runJsonWorker<T>(script: string, args: string[], label: string): T {
+  const r = spawnSync(process.execPath, [script, ...args], { encoding: 'utf8', env: benchEnv({}), timeout: 300_000 });
+  if (r.status !== 0) throw new Error(`${label} worker failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
 }

@@ -359,9 +359,9 @@ export class Connections {
       const prompts = await rec.conn.listPrompts();
       if (this.live.get(name) !== rec) return;
       const result = registry.commitPrompts(name, rec.generation, prompts);
+      // A change of the prompts reaches client-update listeners through the registry's change event.
       if (!result.ok) this.rejectGeneration(name, rec, result.error);
       else store();
-      this.ws.clientUpdate();
     } else {
       const listing = await rec.conn.listResources();
       if (this.live.get(name) !== rec) return;
