@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 // Controllers a test builds without its own HOME would otherwise write the
-// listing cache and the process-group records into the real user's
-// ~/.cache and ~/.local/state. One temp root per run; test/global-setup.ts
+// listing cache, the process-group records and OAuth tokens into the real
+// user's ~/.cache, ~/.local/state and ~/.config. One temp root per run; test/global-setup.ts
 // removes it at the end.
 const userDirs = mkdtempSync(join(tmpdir(), 'mcpr-test-userdirs-'));
 process.env.MCPR_TEST_USER_DIRS = userDirs;
@@ -22,6 +22,9 @@ export default defineConfig({
     env: {
       XDG_CACHE_HOME: join(userDirs, 'cache'),
       XDG_STATE_HOME: join(userDirs, 'state'),
+      // The OAuth token store's default is in the user's config dir: a controller a test builds
+      // without its own store must not read or write the real one.
+      MCP_RECONCILER_OAUTH_STORE: join(userDirs, 'oauth.json'),
     },
     globalSetup: ['test/global-setup.ts'],
   },

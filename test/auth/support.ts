@@ -8,7 +8,11 @@ import { bareController } from '../helpers/bare-controller.js';
  * `needs_auth` at once). `opts` overrides any of these.
  */
 export function authTestController(cwd: string, opts: Parameters<typeof bareController>[1] = {}): McpController {
-  return bareController(cwd, { backoff: { attempts: 1 }, oauth: { tokenStore: new MemoryTokenStore() }, ...opts });
+  // `oauth` is merged, not replaced: a test's `oauth: {}` must not fall back to the
+  // default file store, shared by every test process (a port reused by another
+  // test's fixture would find that fixture's client registration there).
+  const oauth = 'oauth' in opts ? opts.oauth : undefined;
+  return bareController(cwd, { backoff: { attempts: 1 }, ...opts, oauth: { tokenStore: new MemoryTokenStore(), ...oauth } });
 }
 
 /**
