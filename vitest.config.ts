@@ -22,10 +22,8 @@ export default defineConfig({
     env: {
       XDG_CACHE_HOME: join(userDirs, 'cache'),
       XDG_STATE_HOME: join(userDirs, 'state'),
-      // The OAuth token store's default is in the user's config dir: a controller a test builds
-      // without its own store must not read or write the real one.
-      MCP_RECONCILER_OAUTH_STORE: join(userDirs, 'oauth.json'),
     },
     globalSetup: ['test/global-setup.ts'],
+    setupFiles: ['test/setup-file.ts'],
   },
 });
