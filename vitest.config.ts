@@ -5,7 +5,8 @@ import { defineConfig } from 'vitest/config';
 
 // Controllers a test builds without its own HOME would otherwise write the
 // listing cache, the process-group records and OAuth tokens into the real
-// user's ~/.cache, ~/.local/state and ~/.config. One temp root per run; test/global-setup.ts
+// user's ~/.cache, ~/.local/state and ~/.config (the OAuth store: see
+// test/oauth-store-per-file.ts). One temp root per run; test/global-setup.ts
 // removes it at the end.
 const userDirs = mkdtempSync(join(tmpdir(), 'mcpr-test-userdirs-'));
 process.env.MCPR_TEST_USER_DIRS = userDirs;
@@ -24,6 +25,6 @@ export default defineConfig({
       XDG_STATE_HOME: join(userDirs, 'state'),
     },
     globalSetup: ['test/global-setup.ts'],
-    setupFiles: ['test/setup-file.ts'],
+    setupFiles: ['test/oauth-store-per-file.ts'],
   },
 });

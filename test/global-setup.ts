@@ -1,7 +1,7 @@
 /**
  * Removes the per-run temp root that vitest.config.ts points XDG_CACHE_HOME and
- * XDG_STATE_HOME at, so a test run leaves nothing in the user's directories
- * nor in /tmp.
+ * XDG_STATE_HOME at (and test/oauth-store-per-file.ts the OAuth store), so a
+ * test run leaves nothing in the user's directories nor in /tmp.
  */
 import { rmSync } from 'node:fs';
 
