@@ -603,13 +603,18 @@ export class OAuthManager {
     const timer = setTimeout(() => abort.abort(new Error(`nobody completed the authorization within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
     if (!explicit) timer.unref();
     let codePromise: Promise<AuthorizationRedirect | typeof REDEEMED> | undefined;
+    /** The browser came back to the redirect URI (with a code, or redeemed elsewhere). */
+    let redirected = false;
     let hookDone: Promise<void> = Promise.resolve();
     let markStarted: () => void = () => {};
     const started = new Promise<void>((resolve) => (markStarted = resolve));
     provider.beginInteractive(receiver.redirectUrl, (url, state) => {
       markStarted();
       codePromise = receiver.expect(state ?? '', abort.signal);
-      codePromise.catch(() => {});
+      codePromise.then(
+        () => (redirected = true),
+        () => {},
+      );
       if (!handler) {
         this.opts.warn?.(`server "${name}" needs authorization: open ${url.href}`);
         return;
@@ -622,6 +627,9 @@ export class OAuthManager {
 
     const flow: Flow = { done: Promise.resolve(false), settled: false, ok: false, abort };
     session.flow = flow;
+    // A dynamic registration from an earlier sign-in, which the authorization server may have
+    // dropped since: its sign-in page then shows an error and no redirect ever comes back.
+    const reusedRegistration = provider.dynamicRegistration !== undefined;
     const finish = async (): Promise<boolean> => {
       try {
         let result = await auth(provider, base);
@@ -643,6 +651,14 @@ export class OAuthManager {
         session.lastError = mixUp?.message ?? describeError(err);
         session.lastHint = mixUp?.hint;
         if (!abort.signal.aborted) this.opts.warn?.(`authorising "${name}" failed: ${session.lastError}`);
+        else if (reusedRegistration && codePromise && !redirected) {
+          // The browser never came back. We cannot see the page, so the registration is
+          // dropped either way: the next sign-in registers anew (docs/oauth.md).
+          await provider.dropRegistration().catch(() => {});
+          session.lastHint =
+            `no redirect came back from the sign-in page. If it showed an error (an unknown client or redirect URI), the authorization server no longer knows ` +
+            `this client's registration: it is forgotten now, so \`mcp-reconciler auth ${name}\` registers again`;
+        }
         return false;
       } finally {
         clearTimeout(timer);

@@ -8,7 +8,7 @@
 import { chmodSync, statSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileTokenStore, MemoryTokenStore, type McpController } from '../../src/index.js';
+import { FileTokenStore, MemoryTokenStore, type McpController, type McpReconcilerError } from '../../src/index.js';
 import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
 import { disposedAfterEach } from '../helpers/bare-controller.js';
 import { tempDirEach } from '../helpers/temp-dir.js';
@@ -134,6 +134,73 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
     await third.authenticate('remote', { onAuthorizationUrl: browser });
     await connected;
     expect(fixture.counts.authorization_code).toBe(2);
+  });
+
+  it('forgets a dynamic registration the authorization server dropped once a sign-in with it gets no redirect back; the next sign-in registers again', async () => {
+    const store = new MemoryTokenStore();
+    const first = await startedWithRemote({ oauth: { tokenStore: store }, onAuthorizationUrl: browser });
+    expect(stateOf(first)?.state).toBe('connected');
+    await first.dispose();
+    expect(fixture.counts.register).toBe(1);
+
+    // The authorization server was reset: our client id means nothing to it, and the refresh fails.
+    fixture.forgetClients();
+    const second = await startedWithRemote({ oauth: { tokenStore: store } });
+    expect(stateOf(second)?.state).toBe('needs_auth');
+
+    // The sign-in page answers 400 and never redirects; the user gives up (no timer in the test).
+    const giveUp = new AbortController();
+    const pages: number[] = [];
+    const failed = await second
+      .authenticate('remote', {
+        signal: giveUp.signal,
+        onAuthorizationUrl: async (_server, url) => {
+          pages.push((await fetch(url, { redirect: 'manual' })).status);
+          giveUp.abort(new Error('the user closed the sign-in'));
+        },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e as McpReconcilerError,
+      );
+    expect(pages).toEqual([400]);
+    expect(failed?.hint).toContain('no longer knows');
+    expect(failed?.hint).toContain('mcp-reconciler auth remote');
+    expect(fixture.counts.register).toBe(1);
+
+    const connected = reach(second, 'connected');
+    await second.authenticate('remote', { onAuthorizationUrl: browser });
+    await connected;
+    expect(fixture.counts.register).toBe(2);
+    expect((await second.callTool('mcp__remote__echo', { text: 'x' })).isError).toBeFalsy();
+  });
+
+  it('keeps a dynamic registration when the browser came back (a refused consent is not a forgotten client)', async () => {
+    const store = new MemoryTokenStore();
+    const first = await startedWithRemote({ oauth: { tokenStore: store }, onAuthorizationUrl: browser });
+    await first.dispose();
+    fixture.revokeAll();
+    const second = await startedWithRemote({ oauth: { tokenStore: store } });
+    expect(stateOf(second)?.state).toBe('needs_auth');
+    // The user declines: the authorization server redirects back with an error.
+    const refused = await second
+      .authenticate('remote', {
+        onAuthorizationUrl: async (_server, url) => {
+          const back = new URL(url.searchParams.get('redirect_uri')!);
+          back.searchParams.set('error', 'access_denied');
+          back.searchParams.set('state', url.searchParams.get('state')!);
+          await (await fetch(back)).text();
+        },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e as McpReconcilerError,
+      );
+    expect(refused?.message).toContain('access_denied');
+    const connected = reach(second, 'connected');
+    await second.authenticate('remote', { onAuthorizationUrl: browser });
+    await connected;
+    expect(fixture.counts.register).toBe(1);
   });
 
   it('logout forgets the stored credentials', async () => {
