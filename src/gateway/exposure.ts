@@ -64,8 +64,12 @@ export class SessionExposure {
     return this.offered || this.controller.exposedTools({ ...(this.scope ? { servers: this.scope } : {}) }).searchTools;
   }
 
-  /** Answer `search_tools`, unwrap `call_tool`; `undefined` for any other tool (forwarded as usual). */
-  async route(name: string, args: Record<string, unknown> | undefined): Promise<Routed | undefined> {
+  /**
+   * Answer `search_tools`, unwrap `call_tool`; `undefined` for any other tool (forwarded as usual).
+   * `others`: the exposures of the session's other tool sources (a principal's own servers,
+   * docs/cluster-principals.md), searched with this one and ranked together.
+   */
+  async route(name: string, args: Record<string, unknown> | undefined, others: readonly SessionExposure[] = []): Promise<Routed | undefined> {
     if (!this.isOwn(name)) return undefined;
     if (name === CALL_TOOL.name) {
       const target = args?.name;
@@ -81,18 +85,37 @@ export class SessionExposure {
     if (typeof query !== 'string' || query.trim() === '') return { result: textResult('search_tools needs "query": the task in plain words.', true) };
     const rawLimit = typeof args?.limit === 'number' && Number.isFinite(args.limit) ? Math.floor(args.limit) : DEFAULT_SEARCH_LIMIT;
     const limit = Math.min(MAX_SEARCH_LIMIT, Math.max(1, rawLimit));
-    const matches = await this.controller.searchTools(query, { limit, ...(this.scope ? { servers: this.scope } : {}) });
-    const byRegistryName = new Map(this.names.tools().map((t) => [t.entry.name, t.name]));
-    const tools = matches
-      .map((m) => ({ name: byRegistryName.get(m.tool.name), tool: m.tool }))
-      .filter((m): m is { name: string; tool: RegisteredTool } => m.name !== undefined)
-      .map(({ name, tool }) => ({ name, ...(tool.description !== undefined ? { description: tool.description } : {}), inputSchema: tool.inputSchema }));
-    const before = this.found.size;
-    for (const m of matches) this.found.add(m.tool.name);
-    if (this.found.size !== before) this.listChanged();
+    // Each source's best `limit`, ranked together by score: both indexes score with the same fields and weights.
+    const sources = [this, ...others];
+    const found = (await Promise.all(sources.map((src) => src.search(query, limit)))).flat();
+    const matches = found.sort((a, b) => b.score - a.score).slice(0, limit);
+    const tools = matches.map(({ name, tool }) => ({ name, ...(tool.description !== undefined ? { description: tool.description } : {}), inputSchema: tool.inputSchema }));
+    // Each source lists what its searches found; the client is told once.
+    let changed = false;
+    for (const m of matches) changed = m.source.remember(m.tool.name) || changed;
+    if (changed) this.listChanged();
     if (tools.length === 0) {
       return { result: textResult(`No tool of ${describeScope(this.scope)} matches "${query}". Try other words for the task.`) };
     }
     return { result: { content: [{ type: 'text', text: JSON.stringify({ tools }, null, 1) }], structuredContent: { tools } } };
+  }
+
+  /** This source's matches for `query` in the session's scope, with their gateway names. */
+  private async search(query: string, limit: number): Promise<Array<{ name: string; tool: RegisteredTool; score: number; source: SessionExposure }>> {
+    const matches = await this.controller.searchTools(query, { limit, ...(this.scope ? { servers: this.scope } : {}) });
+    const byRegistryName = new Map(this.names.tools().map((t) => [t.entry.name, t.name]));
+    const out: Array<{ name: string; tool: RegisteredTool; score: number; source: SessionExposure }> = [];
+    for (const m of matches) {
+      const name = byRegistryName.get(m.tool.name);
+      if (name !== undefined) out.push({ name, tool: m.tool, score: m.score, source: this });
+    }
+    return out;
+  }
+
+  /** Add a tool a search found to this source's list; whether it was new. */
+  private remember(registryName: string): boolean {
+    if (this.found.has(registryName)) return false;
+    this.found.add(registryName);
+    return true;
   }
 }

@@ -223,7 +223,9 @@ export function createSessionCore(pool: GatewayPool, options: SessionCoreOptions
     // entry's registry name in the same tick, so no registry change can come between.
     async callTool(params, ctx) {
       await pool.ready(session.id);
-      const routed = (await exposure.route(params.name, params.arguments)) ?? (await own()?.exposure.route(params.name, params.arguments));
+      // `search_tools` ranks the principal's own tools with the pool's; whichever source offers the pair answers.
+      const p = own();
+      const routed = (await exposure.route(params.name, params.arguments, p ? [p.exposure] : [])) ?? (await p?.exposure.route(params.name, params.arguments, [exposure]));
       if (routed && 'result' in routed) return routed.result;
       const name = routed ? routed.name : params.name;
       const args = routed ? routed.arguments : params.arguments;

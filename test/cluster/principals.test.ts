@@ -164,4 +164,24 @@ describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself
     expect(refused.isError).toBe(true);
     expect(personal.calls.slice(before).map((c) => c.user)).toEqual(['bob', 'alice']);
   }, 400_000);
+
+  it('search_tools (serve --tools search) ranks the principal\'s own tools with the pool\'s, and call_tool reaches hers with her credentials', async () => {
+    // A third replica that offers only the search pair; alice's and the gateway's sign-ins are in Redis already.
+    const c = await fx.replica('c', ['--tools', 'search'], { MCP_RECONCILER_CLUSTER_SECRET: SECRET });
+    const s = await c.open('?servers=team,personal', await fx.idp.token('alice'));
+    const search = async (): Promise<string[]> => {
+      const r = await s.client.callTool({ name: 'search_tools', arguments: { query: 'echoes text back', limit: 10 } });
+      return ((r.structuredContent as { tools?: { name: string }[] } | undefined)?.tools ?? []).map((t) => t.name);
+    };
+    // Both servers come up on C without a browser; until then a search finds what is connected.
+    await waitFor(async () => (await search()).includes('mcp__personal__echo') && (await search()).includes('mcp__team__echo'), 'alice\'s search to find both echo tools', 90_000);
+    const found = await search();
+    expect(found).toEqual(expect.arrayContaining(['mcp__personal__echo', 'mcp__team__echo']));
+    expect(found.length).toBeLessThanOrEqual(10);
+    // What a search found joins her list, the per-principal server's tool included.
+    expect((await s.client.listTools()).tools.map((t) => t.name)).toEqual(expect.arrayContaining(['search_tools', 'call_tool', 'mcp__personal__echo', 'mcp__team__echo']));
+    const before = personal.calls.length;
+    expect(textOf(await s.client.callTool({ name: 'call_tool', arguments: { name: 'mcp__personal__echo', arguments: { text: 'found it' } } }))).toBe('found it');
+    expect(personal.calls.slice(before).map((x) => x.user)).toEqual(['alice']);
+  }, 400_000);
 });
