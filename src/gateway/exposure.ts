@@ -22,6 +22,14 @@ export interface NamedTool {
 /** Where a `tools/call` goes: answered here, or forwarded as a call of `name`. */
 export type Routed = { result: CallToolResult } | { name: string; arguments: Record<string, unknown> | undefined };
 
+/** A tool a search found: its gateway name, the registry entry, its score, and the exposure that lists it. */
+interface SearchHit {
+  name: string;
+  tool: RegisteredTool;
+  score: number;
+  source: SessionExposure;
+}
+
 const DEFAULT_SEARCH_LIMIT = 5;
 const MAX_SEARCH_LIMIT = 50;
 
@@ -101,10 +109,10 @@ export class SessionExposure {
   }
 
   /** This source's matches for `query` in the session's scope, with their gateway names. */
-  private async search(query: string, limit: number): Promise<Array<{ name: string; tool: RegisteredTool; score: number; source: SessionExposure }>> {
+  private async search(query: string, limit: number): Promise<SearchHit[]> {
     const matches = await this.controller.searchTools(query, { limit, ...(this.scope ? { servers: this.scope } : {}) });
     const byRegistryName = new Map(this.names.tools().map((t) => [t.entry.name, t.name]));
-    const out: Array<{ name: string; tool: RegisteredTool; score: number; source: SessionExposure }> = [];
+    const out: SearchHit[] = [];
     for (const m of matches) {
       const name = byRegistryName.get(m.tool.name);
       if (name !== undefined) out.push({ name, tool: m.tool, score: m.score, source: this });
