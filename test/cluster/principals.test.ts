@@ -174,7 +174,8 @@ describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself
       return ((r.structuredContent as { tools?: { name: string }[] } | undefined)?.tools ?? []).map((t) => t.name);
     };
     // Both servers come up on C without a browser; until then a search finds what is connected.
-    await waitFor(async () => (await search()).includes('mcp__personal__echo') && (await search()).includes('mcp__team__echo'), 'alice\'s search to find both echo tools', 90_000);
+    const both = (names: string[]): boolean => names.includes('mcp__personal__echo') && names.includes('mcp__team__echo');
+    await waitFor(async () => both(await search()), 'alice\'s search to find both echo tools', 90_000);
     const found = await search();
     expect(found).toEqual(expect.arrayContaining(['mcp__personal__echo', 'mcp__team__echo']));
     expect(found.length).toBeLessThanOrEqual(10);
