@@ -357,7 +357,10 @@ export async function instantStart(ctx: BenchContext, opts: SizedOptions): Promi
       await run({ kind: 'fill', n: 1 }, oneConfig, oneCache);
       const rawCall: Sample[] = [];
       const dormantCall: Sample[] = [];
-      for (let i = 0; i < ctx.runs; i++) {
+      // A pair takes ~1 s, and single runs of either side spread ±15 % (one spawn, one handshake):
+      // wider than the 10 % margin, so this figure takes more runs than the others for a stable median.
+      const callRuns = Math.max(ctx.runs, 15);
+      for (let i = 0; i < callRuns; i++) {
         const steps: Array<[Task, Sample[]]> = [
           [{ kind: 'call-raw' }, rawCall],
           [{ kind: 'call-dormant' }, dormantCall],
