@@ -9,7 +9,7 @@ import { describeError } from '../errors.js';
 import { RedisApprovalStore } from './approvals.js';
 import { RedisListings } from './listings.js';
 import { RedisTokenStore } from './credentials.js';
-import { ReplicaAnnouncer, newReplicaId } from './replicas.js';
+import { ReplicaAnnouncer, newReplicaId, type ReplicaDescription } from './replicas.js';
 import { announcementKey } from './announcements.js';
 import { leaseKey } from './lease.js';
 import { SessionRouter } from './sessions.js';
@@ -140,7 +140,7 @@ export class Cluster {
   }
 
   /** Announce this replica (for `status --cluster`) with what `describe` says, until {@link close}. */
-  announce(describe: () => { url: string; reachUrl?: string; sessions: number; principals: Record<string, number> }): void {
+  announce(describe: () => ReplicaDescription): void {
     this.announcer = new ReplicaAnnouncer(this.redis, this.keys, () => ({ ...describe(), leases: this.singletons.views() }), this.replicaId, this.announcementKey);
     this.announcer.start();
     if (!this.announcementKey) {
@@ -158,8 +158,8 @@ export class Cluster {
     this.options.log(`ignoring replica ${replica}'s announcement in Redis: ${why} (forged, or that replica runs without $MCP_RECONCILER_CLUSTER_SECRET or with another one); no request is forwarded to it`);
   }
 
-  /** A session opened or closed here: announce the new count now. */
-  sessionsChanged(): void {
+  /** A session opened or closed here, or a principal's server changed state: announce it now. */
+  changed(): void {
     this.announcer?.refresh();
   }
 

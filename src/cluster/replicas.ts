@@ -9,6 +9,7 @@ import { hostname } from 'node:os';
 import type { LeaseView } from '../../machines/lease.machine.js';
 import { announcementText, readAnnouncement, type AnnouncementTrust } from './announcements.js';
 import type { Redis, WorkspaceKeys } from './redis.js';
+import type { PrincipalStatus } from '../gateway/pool.js';
 
 /** How often a replica announces itself, and how long an announcement lives. */
 export const HEARTBEAT_MS = 5_000;
@@ -28,6 +29,12 @@ export interface ReplicaInfo {
   /** Open sessions, and how many of them per principal. */
   sessions: number;
   principals: Record<string, number>;
+  /**
+   * Per-principal controllers on this replica (docs/cluster-principals.md),
+   * by principal key (`p-…`, never the `sub`): their sessions here and their
+   * servers' states. Absent when it has none.
+   */
+  controllers?: Record<string, PrincipalStatus>;
   /** Where this replica sees each singleton server run (the lease machine's projection, docs/cluster.md). */
   leases?: Record<string, LeaseView>;
   startedAt: string;
@@ -39,6 +46,9 @@ export interface ReplicaInfo {
    */
   announcement?: AnnouncementTrust;
 }
+
+/** What a replica's gateway says of itself in each announcement. */
+export type ReplicaDescription = Pick<ReplicaInfo, 'url' | 'reachUrl' | 'sessions' | 'principals' | 'controllers'>;
 
 /** A fresh replica id: 12 hex digits. */
 export function newReplicaId(): string {
@@ -53,7 +63,7 @@ export class ReplicaAnnouncer {
   constructor(
     private readonly redis: Redis,
     private readonly keys: WorkspaceKeys,
-    private readonly describe: () => { url: string; reachUrl?: string; sessions: number; principals: Record<string, number>; leases?: Record<string, LeaseView> },
+    private readonly describe: () => ReplicaDescription & { leases?: Record<string, LeaseView> },
     /** This replica's id (the session ids it mints and its singleton leases name it). */
     readonly id: string = newReplicaId(),
     /** Signs the announcement (the cluster secret's announcement key); without it the announcement is unsigned. */

@@ -177,6 +177,14 @@ export interface PrincipalControllers {
   idleTimeoutMs: number;
 }
 
+/** A principal's controller on one replica, as `status --cluster` shows it (docs/cluster-principals.md). */
+export interface PrincipalStatus {
+  /** Its sessions here. */
+  sessions: number;
+  /** Its servers (the per-principal ones) by name: their state. */
+  servers: Record<string, string>;
+}
+
 /** One principal's controller, its own pool, and which of the main pool's sessions are attached to it. */
 interface PrincipalEntry {
   principal: string;
@@ -314,6 +322,17 @@ export class GatewayPool {
   /** The controllers of the principals that have one now. */
   principalControllers(): McpController[] {
     return [...this.principalEntries.values()].map((e) => e.pool.controller);
+  }
+
+  /** What each principal's controller here has now: its sessions and its servers' states (`status --cluster`). */
+  principalStatus(): Record<string, PrincipalStatus> {
+    const out: Record<string, PrincipalStatus> = {};
+    for (const [principal, e] of this.principalEntries) {
+      const servers: Record<string, string> = {};
+      for (const row of e.pool.controller.status()) setOwn(servers, row.name, row.state);
+      setOwn(out, principal, { sessions: e.sessions.size, servers });
+    }
+    return out;
   }
 
   /**

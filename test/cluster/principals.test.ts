@@ -111,6 +111,16 @@ describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself
     expect(textOf(refused)).toContain('"personal"');
     expect(personal.calls.map((c) => c.user)).toEqual(['alice']);
 
+    // `status --cluster` lists each principal's controller on replica A by key (never the sub), with its servers' states.
+    type Listed = { replicas: Array<{ url: string; controllers?: Record<string, { sessions: number; servers: Record<string, string> }> }> };
+    const controllersOnA = async () => (await fx.statusJson<Listed>()).replicas.find((r) => r.url === a.url)?.controllers ?? {};
+    await waitFor(async () => (await controllersOnA())[bob]?.servers.personal === 'needs_auth', 'status --cluster to show bob\'s personal server needing his sign-in', 30_000);
+    expect((await controllersOnA())[alice]).toEqual({ sessions: 1, servers: { personal: 'connected' } });
+    const human = await fx.status();
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(new RegExp(`${alice}\\s+\\S+\\s+1\\s+personal\\s+connected`));
+    expect(human.stdout).toMatch(new RegExp(`${bob}\\s+\\S+\\s+1\\s+personal\\s+needs_auth`));
+
     // Bob signs in (the callback on A this time): his calls carry his token, alice's still hers.
     expect((await deliver(await authorizeAt(bobUrl, 'bob'), a)).status).toBe(200);
     await waitFor(async () => (await bobSession.client.listTools()).tools.some((t) => t.name === 'mcp__personal__echo'), 'bob to list mcp__personal__echo', 90_000);

@@ -358,6 +358,8 @@ async function run(ctx: CliContext): Promise<number> {
     });
     if (callback) principalSignIns.set(c, callback);
     c.on('server-state', (e) => {
+      // `status --cluster` shows each principal's servers: announce the change now, not at the next beat.
+      if (e.state !== e.previous) setImmediate(() => cluster?.changed());
       // Signed in: the client that was sent the sign-in URL is told it is done.
       const asked = e.state === 'connected' ? signInsAsked.get(`${principal}\0${e.name}`) : undefined;
       if (asked !== undefined) {
@@ -458,7 +460,7 @@ async function run(ctx: CliContext): Promise<number> {
         onSession: (e) => {
           log(`session ${e.id} ${e.type === 'open' ? 'opened' : 'closed'}${e.type === 'open' && e.scope ? ` (servers: ${[...e.scope].join(', ') || 'none'})` : ''}${closeNote(e.reason)}`);
           // The session map is updated after this call returns.
-          if (cluster) setImmediate(() => cluster.sessionsChanged());
+          if (cluster) setImmediate(() => cluster.changed());
         },
       });
       log(`listening on ${http.url}`);
@@ -470,7 +472,14 @@ async function run(ctx: CliContext): Promise<number> {
           const principals = new Map<string, number>();
           const open = gateway.sessions();
           for (const s of open) if (s.principal !== undefined) principals.set(s.principal, (principals.get(s.principal) ?? 0) + 1);
-          return { url: gateway.url, reachUrl: args.cluster!.replicaUrl ?? gateway.url, sessions: open.length, principals: Object.fromEntries(principals) };
+          const controllers = pool?.principalStatus() ?? {};
+          return {
+            url: gateway.url,
+            reachUrl: args.cluster!.replicaUrl ?? gateway.url,
+            sessions: open.length,
+            principals: Object.fromEntries(principals),
+            ...(Object.keys(controllers).length > 0 ? { controllers } : {}),
+          };
         });
         if (!args.cluster!.replicaUrl && (args.bind === '0.0.0.0' || args.bind === '::')) {
           log(`cluster: the other replicas cannot forward sessions to ${http.url}: add --replica-url with the address they reach this one at`);

@@ -89,6 +89,24 @@ export function announcementNotes(replicas: readonly ReplicaInfo[], checked: boo
   return lines.map((l) => `${l}\n`).join('');
 }
 
+/**
+ * The per-principal controllers the replicas announce (docs/cluster-principals.md):
+ * one row per principal, replica and server; empty when there are none.
+ */
+export function principalTable(replicas: readonly ReplicaInfo[]): string {
+  const rows: string[][] = [];
+  for (const r of replicas) {
+    for (const [principal, c] of Object.entries(r.controllers ?? {}).sort(([a], [b]) => a.localeCompare(b))) {
+      const servers = Object.entries(c.servers).sort(([a], [b]) => a.localeCompare(b));
+      if (servers.length === 0) rows.push([principal, r.id, String(c.sessions), '-', '-']);
+      for (const [server, state] of servers) rows.push([principal, r.id, String(c.sessions), server, state]);
+    }
+  }
+  if (rows.length === 0) return '';
+  const principals = new Set(rows.map((row) => row[0]));
+  return `\n${table([['PRINCIPAL', 'REPLICA', 'SESSIONS', 'SERVER', 'STATE'], ...rows])}\n${principals.size} principal(s) with a controller of their own (per-principal servers)\n`;
+}
+
 /** `status`: start, settle, print every server's state, exit. */
 /** `status --cluster REDIS --workspace-id ID`: the live replicas of a clustered gateway and their sessions (docs/cluster.md). */
 async function clusterStatus(ctx: CliContext, target: string, workspaceId: string): Promise<number> {
@@ -145,7 +163,7 @@ async function clusterStatus(ctx: CliContext, target: string, workspaceId: strin
           Object.entries(r.principals).map(([p, n]) => `${p}:${n}`).join(',') || '-',
           `${Math.max(0, Math.round((now - Date.parse(r.at)) / 1000))}s ago`,
         ]),
-      ])}\n${replicas.length} replica(s), ${replicas.reduce((n, r) => n + r.sessions, 0)} session(s)\n${announcementNotes(replicas, key !== undefined)}${leaseTable}`,
+      ])}\n${replicas.length} replica(s), ${replicas.reduce((n, r) => n + r.sessions, 0)} session(s)\n${announcementNotes(replicas, key !== undefined)}${leaseTable}${principalTable(replicas)}`,
     );
     return 0;
   } finally {
