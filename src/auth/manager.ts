@@ -597,10 +597,19 @@ export class OAuthManager {
       ? await this.sharedReceiver(name, provider, base, this.opts.callback)
       : await this.listen(entry.config.oauth, provider, explicit !== undefined);
     const abort = new AbortController();
-    const onOuter = (): void => abort.abort(explicit?.signal?.reason);
+    // Whether the sign-in was given up (its timeout, the caller's signal), rather than made moot
+    // by tokens that came from elsewhere (`forget`) or the manager's dispose.
+    let gaveUp = false;
+    const onOuter = (): void => {
+      gaveUp = true;
+      abort.abort(explicit?.signal?.reason);
+    };
     explicit?.signal?.addEventListener('abort', onOuter, { once: true });
     const timeoutMs = explicit?.timeoutMs ?? this.opts.authorizationTimeoutMs ?? DEFAULT_AUTHORIZATION_TIMEOUT_MS;
-    const timer = setTimeout(() => abort.abort(new Error(`nobody completed the authorization within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
+    const timer = setTimeout(() => {
+      gaveUp = true;
+      abort.abort(new Error(`nobody completed the authorization within ${Math.round(timeoutMs / 1000)} s`));
+    }, timeoutMs);
     if (!explicit) timer.unref();
     let codePromise: Promise<AuthorizationRedirect | typeof REDEEMED> | undefined;
     /** The browser came back to the redirect URI (with a code, or redeemed elsewhere). */
@@ -651,7 +660,7 @@ export class OAuthManager {
         session.lastError = mixUp?.message ?? describeError(err);
         session.lastHint = mixUp?.hint;
         if (!abort.signal.aborted) this.opts.warn?.(`authorising "${name}" failed: ${session.lastError}`);
-        else if (reusedRegistration && codePromise && !redirected) {
+        else if (gaveUp && reusedRegistration && codePromise && !redirected) {
           // The browser never came back. We cannot see the page, so the registration is
           // dropped either way: the next sign-in registers anew (docs/oauth.md).
           await provider.dropRegistration().catch(() => {});

@@ -143,7 +143,12 @@ export class StoredOAuthProvider implements OAuthClientProvider {
   /** Forget a dynamic registration (its redirect URI can no longer be served). Pre-registered clients stay. */
   async dropRegistration(): Promise<void> {
     if (this.opts.config?.clientId) return;
-    await this.write((r) => ({ ...r, clientInformation: undefined, redirectUri: undefined }));
+    const dropped = this.record.clientInformation?.client_id;
+    const without = (r: StoredCredentials): StoredCredentials => ({ ...r, clientInformation: undefined, redirectUri: undefined });
+    this.record = without(this.record);
+    // Applied to what the store holds now, and only while it still holds this registration: a sign-in
+    // elsewhere (a terminal, another replica) may have stored a registration and tokens of its own meanwhile.
+    await this.opts.store.update(this.opts.key, (current) => (current && current.clientInformation?.client_id === dropped ? without(current) : current));
   }
 
   get redirectUrl(): string {

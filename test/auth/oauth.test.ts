@@ -175,6 +175,36 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
     expect((await second.callTool('mcp__remote__echo', { text: 'x' })).isError).toBeFalsy();
   });
 
+  it('a sign-in given up after another process signed in leaves that sign-in\'s registration and tokens in the store', async () => {
+    const store = new MemoryTokenStore();
+    const first = await startedWithRemote({ oauth: { tokenStore: store }, onAuthorizationUrl: browser });
+    await first.dispose();
+    fixture.forgetClients();
+    const second = await startedWithRemote({ oauth: { tokenStore: store } });
+    expect(stateOf(second)?.state).toBe('needs_auth');
+    const [key] = await store.keys();
+    const mine = (await store.get(key!))!.clientInformation!.client_id;
+    // While this sign-in waits, a terminal (or another replica) signs in with a registration of its own.
+    const elsewhere = { clientInformation: { client_id: 'registered-elsewhere' }, tokens: { access_token: 'from-elsewhere', token_type: 'Bearer' } };
+    const giveUp = new AbortController();
+    const failed = await second
+      .authenticate('remote', {
+        signal: giveUp.signal,
+        onAuthorizationUrl: async () => {
+          await store.update(key!, () => elsewhere);
+          giveUp.abort(new Error('the user closed the sign-in'));
+        },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e as McpReconcilerError,
+      );
+    expect(failed).toBeDefined();
+    expect(mine).not.toBe('registered-elsewhere');
+    // Its own registration is what it gives up on; the one stored since is not its to drop.
+    expect(await store.get(key!)).toEqual(elsewhere);
+  });
+
   it('keeps a dynamic registration when the browser came back (a refused consent is not a forgotten client)', async () => {
     const store = new MemoryTokenStore();
     const first = await startedWithRemote({ oauth: { tokenStore: store }, onAuthorizationUrl: browser });

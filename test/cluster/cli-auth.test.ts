@@ -6,15 +6,14 @@
  * The built binary against the local OAuth fixture, the "browser" being
  * fetches of the printed URL; a real redis-server and a real replica.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
 import { runCliCaptured } from '../helpers/cli.js';
 import { waitFor } from '../helpers/processes.js';
-import { cliMain, textOf } from '../gateway/support.js';
-import { ClusterFixture } from './support.js';
+import { textOf } from '../gateway/support.js';
+import { ClusterFixture, signInFromTerminal } from './support.js';
 
 const SECRET = 'c'.repeat(64);
 const withSecret = { MCP_RECONCILER_CLUSTER_SECRET: SECRET };
@@ -26,31 +25,7 @@ describe('auth / logout SERVER --cluster: sign in once for every replica', () =>
   const credentialKeys = async (): Promise<string[]> => (await fx.redis.command(['KEYS', `mcpr:{${fx.workspaceId}}:cred:gateway:*`])).split('\r\n').filter((l) => l.startsWith('mcpr:'));
   const cli = (argv: string[], env: NodeJS.ProcessEnv = withSecret) => runCliCaptured([...argv, ...fx.ws.args()], { ...fx.ws.env(), ...env }, fx.ws.root);
 
-  /** `auth remote --cluster` as a process of the built binary, the browser step done with fetches; its output. */
-  const signInFromTerminal = async (): Promise<string> => {
-    const child = spawn(process.execPath, [cliMain, 'auth', 'remote', ...fx.clusterArgs(), '--timeout', '120000', ...fx.ws.args()], {
-      env: { ...fx.ws.env(), ...withSecret },
-      cwd: fx.ws.root,
-      stdio: 'pipe',
-    });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (out += s));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    try {
-      let authorizeUrl: string | undefined;
-      await waitFor(() => (authorizeUrl = /https?:\/\/\S+\/authorize\S*/.exec(out)?.[0]) !== undefined || child.exitCode !== null, 'the authorization URL', 60_000);
-      expect(authorizeUrl, `auth exited (${String(child.exitCode)}) before printing a URL:\n${out}`).toBeDefined();
-      // The browser step: the authorization server redirects to the CLI's loopback receiver.
-      const authorize = await fetch(authorizeUrl!, { redirect: 'manual' });
-      expect(authorize.headers.get('location'), `authorize answered ${authorize.status}: ${await authorize.clone().text()}`).toBeTruthy();
-      expect((await fetch(authorize.headers.get('location')!)).status).toBe(200);
-      expect(await exited, out).toBe(0);
-    } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    }
-    return out;
-  };
+  const signIn = (): Promise<string> => signInFromTerminal(fx, 'remote', withSecret);
 
   beforeAll(async () => {
     await fx.startRedis();
@@ -84,7 +59,7 @@ describe('auth / logout SERVER --cluster: sign in once for every replica', () =>
   }, 120_000);
 
   it('auth --cluster stores sealed tokens in Redis; a replica then connects the server without a sign-in; logout --cluster removes them', async () => {
-    const out = await signInFromTerminal();
+    const out = await signIn();
     expect(out).toContain(`Authorised "remote"; tokens stored in cluster workspace ${fx.workspaceId} (Redis at ${fx.redis.socket}, sealed)`);
     expect(oauth.counts.authorization_code).toBe(1);
     const stored = await credentialKeys();
@@ -122,7 +97,7 @@ describe('auth / logout SERVER --cluster: sign in once for every replica', () =>
     expect(await listsEcho()).toBe(false);
 
     const grants = oauth.counts.authorization_code;
-    expect(await signInFromTerminal()).toContain('Authorised "remote"');
+    expect(await signIn()).toContain('Authorised "remote"');
     await waitFor(listsEcho, 'replica b to list mcp__remote__echo once the terminal stored tokens', 60_000);
     const r = await s.client.callTool({ name: 'mcp__remote__echo', arguments: { text: 'woken by auth --cluster' } });
     expect(r.isError, `${textOf(r)}\n${b.serve.stderr}`).toBeFalsy();

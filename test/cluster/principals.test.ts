@@ -18,7 +18,8 @@ import { ElicitationCompleteNotificationSchema, ElicitRequestSchema } from '@mod
 import { startOAuthFixture, type OAuthFixture } from '../fixtures/oauth-fixture.js';
 import { textOf, type HttpConnected } from '../gateway/support.js';
 import { waitFor } from '../helpers/processes.js';
-import { authorizeAt, ClusterFixture, deliver, signInUrl, type Replica } from './support.js';
+import { runCliCaptured } from '../helpers/cli.js';
+import { authorizeAt, ClusterFixture, deliver, signInFromTerminal, signInUrl, type Replica } from './support.js';
 
 const SECRET = 'p'.repeat(48);
 
@@ -194,5 +195,41 @@ describe('serve --cluster: oauth.perPrincipal, each principal signs in as itself
     const before = personal.calls.length;
     expect(textOf(await s.client.callTool({ name: 'call_tool', arguments: { name: 'mcp__personal__echo', arguments: { text: 'found it' } } }))).toBe('found it');
     expect(personal.calls.slice(before).map((x) => x.user)).toEqual(['alice']);
+  }, 400_000);
+
+  it('auth --principal signs a principal in from a terminal; logout --principal removes that principal\'s credentials only; the errors', async () => {
+    const carol = `p-${hash(`${fx.idp.issuer} carol`)}`;
+    const alice = `p-${hash(`${fx.idp.issuer} alice`)}`;
+    const withSecret = { MCP_RECONCILER_CLUSTER_SECRET: SECRET };
+    const cli = (argv: string[], env: NodeJS.ProcessEnv = withSecret) => runCliCaptured([...argv, ...fx.ws.args()], { ...fx.ws.env(), ...env }, fx.ws.root);
+
+    const noCluster = await cli(['logout', 'personal', '--principal', carol]);
+    expect(noCluster.code).toBe(2);
+    expect(noCluster.stderr).toContain('--principal applies to --cluster only');
+    const notAKey = await cli(['auth', 'personal', ...fx.clusterArgs(), '--principal', 'carol']);
+    expect(notAKey.code).toBe(2);
+    expect(notAKey.stderr).toContain('--principal takes a principal\'s key (p- and 32 hex digits), got "carol"');
+    expect(notAKey.stderr).toContain('status --cluster');
+    const shared = await cli(['auth', 'team', ...fx.clusterArgs(), '--principal', carol]);
+    expect(shared.code).toBe(2);
+    expect(shared.stderr).toContain('"team" is not signed in to per principal');
+
+    // Carol never signed in to her per-principal server (the tests above); a terminal does it for her key.
+    const s = await a.open('?servers=personal', await fx.idp.token('carol'));
+    expect((await s.client.listTools()).tools.map((t) => t.name)).not.toContain('mcp__personal__echo');
+    const out = await signInFromTerminal(fx, 'personal', withSecret, ['--principal', carol], 'carol');
+    expect(out).toContain(`tokens stored in cluster workspace ${fx.workspaceId} (Redis at ${fx.redis.socket}, sealed) for principal ${carol}`);
+    expect(await keys(fx, `mcpr:{${fx.workspaceId}}:cred:${carol}:${hash(personal.url)}`)).toHaveLength(1);
+    // Her controller on A picks the tokens up: the sign-in it was waiting for is moot, and ending it leaves the new tokens alone.
+    await waitFor(async () => (await s.client.listTools()).tools.some((t) => t.name === 'mcp__personal__echo'), 'carol to list mcp__personal__echo', 90_000);
+    const before = personal.calls.length;
+    expect(textOf(await s.client.callTool({ name: 'mcp__personal__echo', arguments: { text: 'carol at last' } }))).toBe('carol at last');
+    expect(personal.calls.slice(before).map((c) => c.user)).toEqual(['carol']);
+
+    const gone = await cli(['logout', 'personal', ...fx.clusterArgs(), '--principal', carol, '--json']);
+    expect(gone.code, gone.stderr).toBe(0);
+    expect(JSON.parse(gone.stdout)).toEqual({ server: 'personal', removed: true, workspaceId: fx.workspaceId, principal: carol });
+    expect(await keys(fx, `mcpr:{${fx.workspaceId}}:cred:${carol}:${hash(personal.url)}`)).toEqual([]);
+    expect(await keys(fx, `mcpr:{${fx.workspaceId}}:cred:${alice}:${hash(personal.url)}`)).toHaveLength(1);
   }, 400_000);
 });

@@ -267,3 +267,33 @@ export async function deliver(callback: URL, replica: Replica): Promise<{ status
   const r = await fetch(new URL(callback.pathname + callback.search, replica.url));
   return { status: r.status, body: await r.text() };
 }
+
+/**
+ * `mcp-reconciler auth SERVER --cluster …` (plus `extra`, like `--principal KEY`)
+ * as a process of the built binary, with `env` added; the browser step is a
+ * fetch of the printed URL (as `user` when given) and of the loopback
+ * redirect. It must exit 0; its output.
+ */
+export async function signInFromTerminal(fx: ClusterFixture, server: string, env: NodeJS.ProcessEnv, extra: string[] = [], user?: string): Promise<string> {
+  const child = spawn(process.execPath, [cliMain, 'auth', server, ...fx.clusterArgs(), '--timeout', '120000', ...extra, ...fx.ws.args()], {
+    env: { ...fx.ws.env(), ...env },
+    cwd: fx.ws.root,
+    stdio: 'pipe',
+  });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (out += s));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    let authorizeUrl: string | undefined;
+    await waitFor(() => (authorizeUrl = /https?:\/\/\S+\/authorize\S*/.exec(out)?.[0]) !== undefined || child.exitCode !== null, 'the authorization URL', 60_000);
+    expect(authorizeUrl, `auth exited (${String(child.exitCode)}) before printing a URL:\n${out}`).toBeDefined();
+    // The browser step: the authorization server redirects to the CLI's loopback receiver.
+    const back = await authorizeAt(new URL(authorizeUrl!), user);
+    expect((await fetch(back)).status).toBe(200);
+    expect(await exited, out).toBe(0);
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+  return out;
+}

@@ -8,7 +8,8 @@
  * With `--cluster REDIS --workspace-id ID` (and the cluster secret) the
  * tokens go to a clustered gateway's sealed credential store in Redis, under
  * the gateway's identity, so its replicas connect the server without a
- * sign-in of their own (docs/cluster-gaps.md).
+ * sign-in of their own (docs/cluster-gaps.md); with `--principal KEY`, under
+ * that principal's, for a per-principal server (docs/cluster-principals.md).
  */
 import type { DesiredServer } from '../../../machines/types.js';
 import { OAuthManager } from '../../auth/manager.js';
@@ -43,7 +44,35 @@ interface StoreTarget {
   close(): void;
 }
 
-async function tokenStore(ctx: CliContext): Promise<StoreTarget> {
+/** A principal's key as `status --cluster` lists it (`principalKey` in src/cluster/credentials.ts). */
+const PRINCIPAL_KEY = /^p-[0-9a-f]{32}$/;
+
+/**
+ * `--principal KEY`: whose credentials, in a cluster (docs/cluster-principals.md);
+ * `gateway` without it. Only for a server each principal signs in to as itself.
+ */
+function principalOf(ctx: CliContext, entry: DesiredServer, signIn: boolean): string {
+  const given = ctx.values.principal;
+  if (given === undefined) return 'gateway';
+  const key = typeof given === 'string' ? given.trim() : '';
+  if (ctx.values.cluster === undefined) {
+    throw new McpReconcilerError(ErrorCode.Usage, '--principal applies to --cluster only', { hint: 'a principal signs in to a clustered gateway\'s per-principal servers; add --cluster and --workspace-id' });
+  }
+  if (!PRINCIPAL_KEY.test(key)) {
+    throw new McpReconcilerError(ErrorCode.Usage, `--principal takes a principal's key (p- and 32 hex digits), got "${key}"`, {
+      hint: '`mcp-reconciler status --cluster REDIS --workspace-id ID` lists the keys of the principals with a controller (PRINCIPAL)',
+    });
+  }
+  // Signing in for a principal to a server the gateway signs in to once would store tokens nobody reads.
+  if (signIn && entry.config.oauth?.perPrincipal !== true) {
+    throw new McpReconcilerError(ErrorCode.Usage, `"${entry.name}" is not signed in to per principal: every replica uses the gateway's one sign-in for it`, {
+      hint: `drop --principal to sign in as the gateway, or mark the server "oauth": { "perPrincipal": true }`,
+    });
+  }
+  return key;
+}
+
+async function tokenStore(ctx: CliContext, principal: string): Promise<StoreTarget> {
   const cluster = parseClusterTarget(ctx.values);
   const flag = ctx.values['token-store'];
   if (!cluster) {
@@ -62,12 +91,14 @@ async function tokenStore(ctx: CliContext): Promise<StoreTarget> {
   sealingKey(secret); // its length is checked before Redis is reached
   const keys = workspaceKeys(checkWorkspaceId(cluster.workspaceId));
   const redis = await connectRedis(cluster.target);
-  // The gateway's own identity towards the managed servers, as `serve --cluster` uses (docs/cluster.md, OAuth credentials).
-  const store = new RedisTokenStore({ redis, keys, secret, principal: 'gateway' });
+  // The gateway's own identity towards the managed servers, as `serve --cluster` uses (docs/cluster.md, OAuth credentials),
+  // or one principal's (docs/cluster-principals.md).
+  const store = new RedisTokenStore({ redis, keys, secret, principal });
+  const whose = principal === 'gateway' ? '' : ` for principal ${principal}`;
   return {
     store,
-    where: `cluster workspace ${cluster.workspaceId} (Redis at ${cluster.target}, sealed)`,
-    json: { workspaceId: cluster.workspaceId },
+    where: `cluster workspace ${cluster.workspaceId} (Redis at ${cluster.target}, sealed)${whose}`,
+    json: { workspaceId: cluster.workspaceId, ...(principal === 'gateway' ? {} : { principal }) },
     close: () => redis.destroy(),
   };
 }
@@ -75,7 +106,8 @@ async function tokenStore(ctx: CliContext): Promise<StoreTarget> {
 async function authRun(ctx: CliContext): Promise<number> {
   const entry = await serverEntry(ctx);
   const timeoutMs = parseTimeoutMs(ctx.values) ?? DEFAULT_WAIT_MS;
-  const target = await tokenStore(ctx);
+  const principal = principalOf(ctx, entry, true);
+  const target = await tokenStore(ctx, principal);
   const manager = new OAuthManager({ store: target.store, authorizationTimeoutMs: timeoutMs, warn: (m) => ctx.io.stderr.write(`${m}\n`) });
   try {
     await manager.authorize(entry.name, entry, {
@@ -94,14 +126,16 @@ async function authRun(ctx: CliContext): Promise<number> {
     target.close();
   }
   if (ctx.global.json) ctx.io.stdout.write(`${JSON.stringify({ server: entry.name, authorized: true, ...target.json })}\n`);
-  else if (ctx.values.cluster !== undefined) ctx.io.stdout.write(`Authorised "${entry.name}"; tokens stored in ${target.where}. Every replica connects it with them, without a sign-in.\n`);
+  else if (principal !== 'gateway') {
+    ctx.io.stdout.write(`Authorised "${entry.name}"; tokens stored in ${target.where}. Every replica connects it with them for that principal, as the account you signed in with.\n`);
+  } else if (ctx.values.cluster !== undefined) ctx.io.stdout.write(`Authorised "${entry.name}"; tokens stored in ${target.where}. Every replica connects it with them, without a sign-in.\n`);
   else ctx.io.stdout.write(`Authorised "${entry.name}"; tokens stored in ${target.where}. A running watch connects it now.\n`);
   return 0;
 }
 
 async function logoutRun(ctx: CliContext): Promise<number> {
   const entry = await serverEntry(ctx);
-  const target = await tokenStore(ctx);
+  const target = await tokenStore(ctx, principalOf(ctx, entry, false));
   const manager = new OAuthManager({ store: target.store });
   let had: boolean;
   try {
@@ -121,10 +155,11 @@ const tokenStoreOption: CliOption = {
   help: 'OAuth token store (default: $MCP_RECONCILER_OAUTH_STORE or ~/.config/mcp-reconciler/oauth.json)',
 };
 
-/** serve's `--cluster` / `--workspace-id`, said of the sign-in. */
-const clusterOptions: Record<'cluster' | 'workspace-id', CliOption> = {
+/** serve's `--cluster` / `--workspace-id`, said of the sign-in, and whose credentials. */
+const clusterOptions: Record<'cluster' | 'workspace-id' | 'principal', CliOption> = {
   cluster: { ...clusterTargetOptions.cluster, help: `the tokens go to this clustered gateway's Redis (as its serve --cluster), sealed with $${CLUSTER_SECRET_ENV}; needs --workspace-id` },
   'workspace-id': clusterTargetOptions['workspace-id'],
+  principal: { type: 'string', value: 'KEY', help: "with --cluster: this principal's credentials (its key p-… as status --cluster lists it) instead of the gateway's; for oauth.perPrincipal servers" },
 };
 
 const serverArg = serverPositional('a remote (HTTP) server of this workspace');
@@ -155,6 +190,7 @@ export const logoutCommand: CliCommand = {
   examples: [
     'mcp-reconciler logout linear                # forget its tokens; it asks to sign in again next time',
     'mcp-reconciler logout linear --cluster redis://redis.internal:6379/0 --workspace-id team-tools',
+    'mcp-reconciler logout linear --cluster redis://redis.internal:6379/0 --workspace-id team-tools --principal p-0f3c…   # one principal\'s',
   ],
   run: logoutRun,
 };
