@@ -15,6 +15,9 @@ import { tempDirEach } from '../helpers/temp-dir.js';
 import { authTestController, browser, reach, stateOf } from './support.js';
 import { redactServerConfig } from '../../src/config/redact.js';
 
+/** For `.then(...rejection)`: what a promise rejected with, or undefined when it resolved. */
+const rejection = [() => undefined, (e: unknown) => e as McpReconcilerError] as const;
+
 describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
   const tmp = tempDirEach('mcp-oauth-');
   let fixture: OAuthFixture;
@@ -159,10 +162,7 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
           giveUp.abort(new Error('the user closed the sign-in'));
         },
       })
-      .then(
-        () => undefined,
-        (e: unknown) => e as McpReconcilerError,
-      );
+      .then(...rejection);
     expect(pages).toEqual([400]);
     expect(failed?.hint).toContain('no longer knows');
     expect(failed?.hint).toContain('mcp-reconciler auth remote');
@@ -195,10 +195,7 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
           giveUp.abort(new Error('the user closed the sign-in'));
         },
       })
-      .then(
-        () => undefined,
-        (e: unknown) => e as McpReconcilerError,
-      );
+      .then(...rejection);
     expect(failed).toBeDefined();
     expect(mine).not.toBe('registered-elsewhere');
     // Its own registration is what it gives up on; the one stored since is not its to drop.
@@ -222,10 +219,7 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
           await (await fetch(back)).text();
         },
       })
-      .then(
-        () => undefined,
-        (e: unknown) => e as McpReconcilerError,
-      );
+      .then(...rejection);
     expect(refused?.message).toContain('access_denied');
     const connected = reach(second, 'connected');
     await second.authenticate('remote', { onAuthorizationUrl: browser });
