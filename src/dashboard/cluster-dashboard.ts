@@ -4,7 +4,7 @@
  * their sessions in all and per principal, kept live. Replicas announce
  * themselves into Redis, so the page is a polled one (polled.ts). The
  * singleton servers' lease holders are shown on their replica's row and in
- * a table of their own.
+ * a table of their own, and so are the principals' own controllers.
  */
 import type { Dashboard } from './http.js';
 import { polledPage } from './html-page.js';
@@ -23,6 +23,8 @@ export interface ClusterOverview {
     pid: number;
     sessions: number;
     principals: Record<string, number>;
+    /** Its per-principal controllers by principal key: their sessions there and their servers' states (docs/cluster-principals.md). */
+    controllers?: Record<string, { sessions: number; servers: Record<string, string> }>;
     /** ISO times: when it started, when it last announced itself. */
     startedAt: string;
     at: string;
@@ -73,6 +75,27 @@ ${PAGE_SCRIPT_JS}
       h('h2', { text: st.replicas.length + ' replica' + (st.replicas.length === 1 ? '' : 's') + ', ' + sessions + ' session' + (sessions === 1 ? '' : 's') }),
       table(['replica', 'url', 'host', 'pid', 'sessions', 'sessions per principal', 'started', 'seen', 'singletons held'], rows)
     ]));
+    // Each principal's own controller, per replica (docs/cluster-principals.md): its servers and their states.
+    var owned = [];
+    st.replicas.forEach(function (r) {
+      Object.keys(r.controllers || {}).sort().forEach(function (p) { owned.push({ principal: p, replica: r.id, c: r.controllers[p] }); });
+    });
+    if (owned.length > 0) {
+      list.appendChild(h('section', { className: 'ws', id: 'principals' }, [
+        h('h2', { text: owned.length + ' principal controller' + (owned.length === 1 ? '' : 's') }),
+        table(['principal', 'replica', 'sessions', 'servers'], owned.map(function (o) {
+          var names = Object.keys(o.c.servers).sort();
+          return h('tr', { 'data-principal': o.principal, 'data-replica': o.replica }, [
+            h('td', { className: 'mono', text: o.principal }),
+            h('td', { className: 'mono', text: o.replica }),
+            h('td', { className: 'sessions', text: String(o.c.sessions) }),
+            h('td', { className: 'servers' }, names.length ? names.map(function (n) {
+              return h('span', { className: 'sid', 'data-server': n, 'data-state': o.c.servers[n], text: n + ' · ' + o.c.servers[n] });
+            }) : [h('span', { className: 'muted', text: '-' })])
+          ]);
+        }))
+      ]));
+    }
     if (leases.length === 0) return;
     // Where each singleton server runs: the replica holding its lease (docs/cluster.md, singletons).
     list.appendChild(h('section', { className: 'ws', id: 'leases' }, [
