@@ -37,6 +37,8 @@ export interface ClusterOptions {
 
 /** The server states whose decisions outlive a Redis outage: running, or on their way to it. */
 const RUNNING = new Set(['connected', 'connecting', 'reconnecting']);
+/** How long {@link Cluster.changed} gathers changes before it announces them (`status --cluster` is that much later). */
+const CHANGE_COALESCE_MS = 100;
 
 /** A replica's cluster connection. */
 export class Cluster {
@@ -62,6 +64,8 @@ export class Cluster {
   private controller: McpController | undefined;
   private subscriber: Redis | undefined;
   private announcer: ReplicaAnnouncer | undefined;
+  /** A coalesced announcement after {@link changed}, when one is due. */
+  private changeQueued: NodeJS.Timeout | undefined;
   private down = false;
   private closed = false;
 
@@ -158,9 +162,17 @@ export class Cluster {
     this.options.log(`ignoring replica ${replica}'s announcement in Redis: ${why} (forged, or that replica runs without $MCP_RECONCILER_CLUSTER_SECRET or with another one); no request is forwarded to it`);
   }
 
-  /** A session opened or closed here, or a principal's server changed state: announce it now. */
+  /**
+   * A session opened or closed here, or a principal's server changed state:
+   * announce it shortly, once for a burst (many principals connecting at once
+   * would otherwise write the whole announcement at each of their steps).
+   */
   changed(): void {
-    this.announcer?.refresh();
+    if (this.changeQueued) return;
+    this.changeQueued = setTimeout(() => {
+      this.changeQueued = undefined;
+      this.announcer?.refresh();
+    }, CHANGE_COALESCE_MS).unref();
   }
 
   private recovered(): void {
@@ -188,6 +200,7 @@ export class Cluster {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.changeQueued);
     await this.singletons.close();
     await this.announcer?.stop();
     this.sessions?.close();

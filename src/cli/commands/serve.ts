@@ -359,7 +359,7 @@ async function run(ctx: CliContext): Promise<number> {
     if (callback) principalSignIns.set(c, callback);
     c.on('server-state', (e) => {
       // `status --cluster` shows each principal's servers: announce the change now, not at the next beat.
-      if (e.state !== e.previous) setImmediate(() => cluster?.changed());
+      if (e.state !== e.previous) cluster?.changed();
       // Signed in: the client that was sent the sign-in URL is told it is done.
       const asked = e.state === 'connected' ? signInsAsked.get(`${principal}\0${e.name}`) : undefined;
       if (asked !== undefined) {
@@ -459,8 +459,8 @@ async function run(ctx: CliContext): Promise<number> {
         ...(args.maxSessions !== undefined ? { maxSessions: args.maxSessions } : {}),
         onSession: (e) => {
           log(`session ${e.id} ${e.type === 'open' ? 'opened' : 'closed'}${e.type === 'open' && e.scope ? ` (servers: ${[...e.scope].join(', ') || 'none'})` : ''}${closeNote(e.reason)}`);
-          // The session map is updated after this call returns.
-          if (cluster) setImmediate(() => cluster.changed());
+          // Announced after a short delay: the session map is updated after this call returns.
+          cluster?.changed();
         },
       });
       log(`listening on ${http.url}`);
