@@ -6,6 +6,7 @@
  * singleton servers' lease holders are shown on their replica's row and in
  * a table of their own, and so are the principals' own controllers.
  */
+import type { PrincipalStatus } from '../gateway/pool.js';
 import type { Dashboard } from './http.js';
 import { polledPage } from './html-page.js';
 import { PAGE_SCRIPT_JS } from './page-script.js';
@@ -24,7 +25,7 @@ export interface ClusterOverview {
     sessions: number;
     principals: Record<string, number>;
     /** Its per-principal controllers by principal key: their sessions there and their servers' states (docs/cluster-principals.md). */
-    controllers?: Record<string, { sessions: number; servers: Record<string, string> }>;
+    controllers?: Record<string, PrincipalStatus>;
     /** ISO times: when it started, when it last announced itself. */
     startedAt: string;
     at: string;
