@@ -44,6 +44,17 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
     return c;
   }
 
+  /** Signed in once into a fresh store; then `reset` at the authorization server, and a second controller over that store waits in needs_auth. */
+  async function signedInThenReset(reset: () => void): Promise<{ store: MemoryTokenStore; second: McpController }> {
+    const store = new MemoryTokenStore();
+    const first = await startedWithRemote({ oauth: { tokenStore: store }, onAuthorizationUrl: browser });
+    await first.dispose();
+    reset();
+    const second = await startedWithRemote({ oauth: { tokenStore: store } });
+    expect(stateOf(second)?.state).toBe('needs_auth');
+    return { store, second };
+  }
+
   it('signs in during the connect when the host hook drives the browser, and stores tokens in a 0600 file', async () => {
     const storePath = join(tmp.path, 'state', 'oauth.json');
     const urls: string[] = [];
@@ -176,12 +187,7 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
   });
 
   it('a sign-in given up after another process signed in leaves that sign-in\'s registration and tokens in the store', async () => {
-    const store = new MemoryTokenStore();
-    const first = await startedWithRemote({ oauth: { tokenStore: store }, onAuthorizationUrl: browser });
-    await first.dispose();
-    fixture.forgetClients();
-    const second = await startedWithRemote({ oauth: { tokenStore: store } });
-    expect(stateOf(second)?.state).toBe('needs_auth');
+    const { store, second } = await signedInThenReset(() => fixture.forgetClients());
     const [key] = await store.keys();
     const mine = (await store.get(key!))!.clientInformation!.client_id;
     // While this sign-in waits, a terminal (or another replica) signs in with a registration of its own.
@@ -203,12 +209,7 @@ describe('OAuth (authorization code + PKCE, loopback redirect)', () => {
   });
 
   it('keeps a dynamic registration when the browser came back (a refused consent is not a forgotten client)', async () => {
-    const store = new MemoryTokenStore();
-    const first = await startedWithRemote({ oauth: { tokenStore: store }, onAuthorizationUrl: browser });
-    await first.dispose();
-    fixture.revokeAll();
-    const second = await startedWithRemote({ oauth: { tokenStore: store } });
-    expect(stateOf(second)?.state).toBe('needs_auth');
+    const { second } = await signedInThenReset(() => fixture.revokeAll());
     // The user declines: the authorization server redirects back with an error.
     const refused = await second
       .authenticate('remote', {
