@@ -358,7 +358,7 @@ async function run(ctx: CliContext): Promise<number> {
     });
     if (callback) principalSignIns.set(c, callback);
     c.on('server-state', (e) => {
-      // `status --cluster` shows each principal's servers: announce the change now, not at the next beat.
+      // `status --cluster` shows each principal's servers: announce the change (coalesced), not at the next beat.
       if (e.state !== e.previous) cluster?.changed();
       // Signed in: the client that was sent the sign-in URL is told it is done.
       const asked = e.state === 'connected' ? signInsAsked.get(`${principal}\0${e.name}`) : undefined;
