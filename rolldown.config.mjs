@@ -7,15 +7,24 @@
  * library's. A host that imports the package loads a handful of files instead
  * of ~80 modules: ~35 ms less import time and 3–10 MB less RSS (docs/performance.md,
  * measured by `npm run bench`); the CLI and its gateway start the same way.
- * Runtime dependencies other than xstate stay external, so they dedupe with
- * the host's copies; the lazily loaded parts (HTTP transports, OAuth,
- * parsers, the gateway, the dashboard) stay separate chunks.
+ * xstate, zod and the SDK v2 packages are bundled too: as published, the
+ * SDK's files and zod's are two-byte strings in V8 (a few non-Latin-1
+ * characters in comments), zod loads all its locales and the SDK's Node shims
+ * load Ajv; bundled, ASCII and tree-shaken, importing the package takes
+ * ~4.8 MB less heap and ~14 MB less RSS (docs/performance.md, "The SDK
+ * inside the bundle"). A host that uses the SDK itself as well carries its
+ * own copy beside ours. The SDK's shims are ours (src/util/sdk-shims.ts, Ajv
+ * loaded at the first schema to check). Other runtime dependencies stay
+ * external (SDK v1 among them, loaded by the gateway's 2025 lane only); the
+ * lazily loaded parts (OAuth, parsers, the gateway, the dashboard) stay
+ * separate chunks.
  */
 import { readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 
 const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
-const inlined = new Set(['xstate']);
+const inlined = new Set(['xstate', 'zod', '@modelcontextprotocol/client', '@modelcontextprotocol/server', '@modelcontextprotocol/node']);
+const shims = new URL('./dist/src/util/sdk-shims.js', import.meta.url).pathname;
 const external = Object.keys(pkg.dependencies).filter((d) => !inlined.has(d));
 
 /** One self-contained bundle of `input` into `dir`. */
@@ -25,7 +34,10 @@ function bundle(input, dir) {
     platform: 'node',
     external: (id) =>
       id.startsWith('node:') || builtinModules.includes(id) || external.some((d) => id === d || id.startsWith(`${d}/`)),
-    resolve: { conditionNames: ['import', 'module', 'node', 'default'] },
+    resolve: {
+      conditionNames: ['import', 'module', 'node', 'default'],
+      alias: { '@modelcontextprotocol/client/_shims': shims, '@modelcontextprotocol/server/_shims': shims },
+    },
     // ASCII output: one non-Latin-1 character (an arrow in a message) makes V8 keep a file's whole
     // source as a two-byte string, twice the heap (~350 KB for the library).
     output: { dir, cleanDir: true, format: 'esm', comments: false, charset: 'ascii', chunkFileNames: '[name]-[hash].js' },

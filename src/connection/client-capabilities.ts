@@ -10,7 +10,7 @@ import { basename } from 'node:path';
 import { ProtocolError, type Client, type ClientCapabilities, type ElicitResult, type JsonSchemaType } from '@modelcontextprotocol/client';
 // The host-facing vocabulary stays SDK v1's spec types (the same JSON on both wires).
 import type { CreateMessageRequest, CreateMessageResult, ElicitRequest, Root } from '@modelcontextprotocol/sdk/types.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
+import { newAjvValidator } from '../util/ajv.js';
 
 /** An elicitation as the host sees it: form mode (`requestedSchema`) or URL mode (`url`). */
 export type ElicitationRequest = ElicitRequest['params'];
@@ -74,7 +74,8 @@ export function clientCapabilities(features: ClientFeatures | undefined): Client
   return caps;
 }
 
-const validator = new AjvJsonSchemaValidator();
+/** Built with the first elicitation answer to check (util/ajv.ts: Ajv loads then). */
+let validator: ReturnType<typeof newAjvValidator> | undefined;
 
 /** SEP-1034: a field the user left out takes the schema's default. */
 export function applyElicitationDefaults(schema: ElicitationFormSchema, content: Record<string, unknown>): Record<string, unknown> {
@@ -89,7 +90,7 @@ type ElicitationFormSchema = Extract<ElicitationRequest, { requestedSchema: unkn
 
 /** Violations of `schema` by `content`, as `field: message` lines; [] when it fits. */
 export function elicitationViolations(schema: ElicitationFormSchema, content: Record<string, unknown>): string[] {
-  const check = validator.getValidator(schema as unknown as JsonSchemaType);
+  const check = (validator ??= newAjvValidator()).getValidator(schema as unknown as JsonSchemaType);
   const result = check(content);
   if (result.valid) return [];
   return [result.errorMessage ?? 'the answer does not match the requested schema'];

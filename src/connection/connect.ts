@@ -43,7 +43,7 @@ import {
   startTimeoutError,
   timeoutError,
 } from './errors.js';
-import { LazyJsonSchemaValidator } from './lazy-validator.js';
+import { LazyJsonSchemaValidator } from '../util/ajv.js';
 import type { HelperHeaders } from './helper-headers.js';
 import { listAll } from './paginate.js';
 import { checkToolDefinitions, type InvalidTool } from './tool-definitions.js';

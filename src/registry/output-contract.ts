@@ -1,10 +1,10 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonSchemaType } from '@modelcontextprotocol/client';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
 import { describeError } from '../errors.js';
 import type { RegisteredTool } from './registry.js';
 import { isPlainObject } from '../util/persist.js';
 import { getOwn } from '../util/own.js';
+import { newAjvValidator } from '../util/ajv.js';
 
 /** `_meta` key under which a rejected result keeps what the tool returned. */
 export const OUTPUT_CONTRACT_META_KEY = 'mcp-reconciler/output-contract';
@@ -75,7 +75,7 @@ function checkFor(schema: object): Check {
     // compiled schemas by `$id` on its instance, so a shared one could check
     // one server's result against another server's schema. Compiling dominates
     // the cost anyway, and the instance goes away with the schema.
-    const validator = new AjvJsonSchemaValidator().getValidator(schema as JsonSchemaType);
+    const validator = newAjvValidator().getValidator(schema as JsonSchemaType);
     check = {
       validate: (value) => {
         const r = validator(value);

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openConnection } from '../../src/connection/connect.js';
-import { LazyJsonSchemaValidator } from '../../src/connection/lazy-validator.js';
+import { LazyJsonSchemaValidator } from '../../src/util/ajv.js';
 import { ProcessTracker } from '../../src/connection/processes.js';
 import { stdioFixture } from '../helpers/fixtures.js';
 import { expectNoSurvivors } from './support.js';

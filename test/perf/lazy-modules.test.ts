@@ -27,8 +27,12 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-/** Run a host that imports `entry` (default: the unbundled build), starts `servers` and return every module URL it loaded. */
-function loadedModules(servers: Record<string, unknown>, entry = pathToFileURL(join(repoRoot, 'dist/src/index.js')).href): string[] {
+/**
+ * Run a host that imports `entry` (default: the unbundled build), starts
+ * `servers`, runs `then` (host code with `c`, the controller) and return every
+ * module URL it loaded, then every CommonJS file it required (as `cjs:` paths).
+ */
+function loadedModules(servers: Record<string, unknown>, entry = pathToFileURL(join(repoRoot, 'dist/src/index.js')).href, then = ''): string[] {
   const dir = mkdtempSync(join(tmpdir(), 'lazy-modules-'));
   dirs.push(dir);
   const log = join(dir, 'loaded.txt');
@@ -41,7 +45,10 @@ function loadedModules(servers: Record<string, unknown>, entry = pathToFileURL(j
     const { createMcpController } = await import(${JSON.stringify(entry)});
     const c = createMcpController({ cwd: ${JSON.stringify(dir)}, sources: [{ scope: 'user', path: ${JSON.stringify(join(dir, 'settings.json'))} }],
       approvals: ${JSON.stringify(join(dir, 'approvals.json'))}, watch: false, listingCache: false, processStateFile: false });
-    try { await c.start(); if (c.tools().length === 0) throw new Error('no tools: ' + JSON.stringify(c.status())); } finally { await c.dispose(); }
+    try { await c.start(); if (c.tools().length === 0) throw new Error('no tools: ' + JSON.stringify(c.status())); ${then} } finally { await c.dispose(); }
+    const { appendFileSync } = await import('node:fs');
+    const { createRequire } = await import('node:module');
+    appendFileSync(${JSON.stringify(log)}, Object.keys(createRequire(import.meta.url).cache).map((f) => 'cjs:' + f + '\\n').join(''));
   `;
   execFileSync(process.execPath, ['--input-type=module', '-e', host], { cwd: entry.startsWith('file:') ? dir : repoRoot, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
   return readFileSync(log, 'utf8').split('\n').filter(Boolean);
@@ -64,6 +71,24 @@ describe('module loading', () => {
     // Files, not resolutions: a chunk several others import is resolved once per importer.
     expect(new Set(ours).size).toBeLessThan(10);
     for (const m of LAZY.filter((x) => x.startsWith('@'))) expect(loaded.filter((u) => u.endsWith(m)), m).toEqual([]);
+  });
+
+  it('the published entry carries the SDK and zod inside it, and loads Ajv only when a schema is checked', () => {
+    const servers = { s: { command: process.execPath, args: [fixturePath('basic-server')] } };
+    const fromPackages = (loaded: string[]) => loaded.filter((u) => /\/node_modules\/(@modelcontextprotocol|zod|ajv)\b/.test(u));
+    // Import, start, list, and call a tool without an outputSchema: nothing of the SDK, zod or Ajv from node_modules.
+    const plain = loadedModules(servers, 'mcp-reconciler', `await c.callTool('mcp__s__echo', { text: 'hi' });`);
+    expect(plain.some((u) => u.endsWith('/dist/lib/index.js'))).toBe(true);
+    expect(fromPackages(plain)).toEqual([]);
+    // A tool with an outputSchema: its result is checked against it, which loads Ajv (the client's CommonJS build), and only that.
+    const checked = loadedModules(
+      servers,
+      'mcp-reconciler',
+      `const r = await c.callTool('mcp__s__add', { a: 2, b: 3 }); if (r.structuredContent?.sum !== 5 || r.isError) throw new Error('add: ' + JSON.stringify(r));`,
+    );
+    const ajv = fromPackages(checked);
+    expect(ajv.some((u) => u.startsWith('cjs:') && u.includes('/node_modules/@modelcontextprotocol/client/dist/ajvProvider-'))).toBe(true);
+    expect(ajv.filter((u) => !u.startsWith('cjs:'))).toEqual([]);
   });
 });
 
