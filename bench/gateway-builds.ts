@@ -13,8 +13,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { LATENCY, pathStats, timeInterleaved, type CallFn } from './support/latency.js';
-import { cpuTimeMs, plainNodeEnv } from './support/proc.js';
+import { LATENCY, pathStats, serveStdioParams, timeInterleaved, type CallFn } from './support/latency.js';
+import { cpuTimeMs } from './support/proc.js';
 import { FIXTURE } from './support/servers.js';
 
 interface Gateway {
@@ -26,12 +26,7 @@ interface Gateway {
 async function startGateway(cli: string, dir: string): Promise<Gateway> {
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
   const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [cli, 'serve', '--stdio', '--cwd', dir, '--user-config', join(dir, 'user.json'), '--approvals', join(dir, 'approvals.json')],
-    env: { ...plainNodeEnv(), HOME: dir },
-    stderr: 'ignore',
-  });
+  const transport = new StdioClientTransport(serveStdioParams(cli, dir, { user: join(dir, 'user.json'), approvals: join(dir, 'approvals.json') }));
   const client = new Client({ name: 'bench-gateway-builds', version: '1.0.0' });
   await client.connect(transport);
   const echo = (await client.listTools()).tools.find((t) => t.name.endsWith('__echo'));

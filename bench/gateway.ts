@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
 import { markedPids, markerEnv, plainNodeEnv, WORKER_MARKER } from './support/proc.js';
 import { FIXTURE, loadSdk, rawConnect, serverNames } from './support/servers.js';
-import { CLI, LATENCY, pathStats, timeInterleaved, type CallFn, type PathStats } from './support/latency.js';
+import { CLI, LATENCY, pathStats, serveStdioParams, timeInterleaved, type CallFn, type PathStats } from './support/latency.js';
 import { median, ratio } from './support/stats.js';
 import { runAsWorker } from './support/worker.js';
 
@@ -172,12 +172,7 @@ runAsWorker<LatencyParams | SharingParams, LatencySample | SharingSample>(import
   const cfg = writeGatewayConfig(p.dir, 'gateway-latency', ['s01']);
   const direct = await rawConnect({ command: process.execPath, args: [FIXTURE], env: { TOOLS_VERSION: '1' } });
   // serve --stdio as both SDKs' clients spawn it.
-  const serveStdio = {
-    command: process.execPath,
-    args: [CLI, 'serve', '--stdio', '--cwd', p.dir, '--user-config', cfg.user, '--approvals', cfg.approvals],
-    env: { ...plainNodeEnv(), HOME: p.dir },
-    stderr: 'ignore' as const,
-  };
+  const serveStdio = serveStdioParams(CLI, p.dir, cfg);
   const viaStdio = new Client({ name: 'bench-gateway-stdio', version: '1.0.0' });
   await viaStdio.connect(new StdioClientTransport(serveStdio));
   const fixture = await startHttpFixture();

@@ -4,9 +4,20 @@
  * going first, so the load of a busy machine falls on all paths alike.
  */
 import { fileURLToPath } from 'node:url';
+import { plainNodeEnv } from './proc.js';
 
 /** The built CLI, as the benchmarks spawn it (`dist/cli/main.js`). */
 export const CLI = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
+
+/** How an SDK client spawns `serve --stdio` of `cli` over a gateway config in `dir` (`stdio` client transport parameters). */
+export function serveStdioParams(cli: string, dir: string, cfg: { user: string; approvals: string }) {
+  return {
+    command: process.execPath,
+    args: [cli, 'serve', '--stdio', '--cwd', dir, '--user-config', cfg.user, '--approvals', cfg.approvals],
+    env: { ...plainNodeEnv(), HOME: dir },
+    stderr: 'ignore' as const,
+  };
+}
 
 /** Timed calls per path, calls per block, and untimed warm-up calls per path. */
 export const LATENCY = { calls: 1_000, block: 100, warmup: 100 } as const;
