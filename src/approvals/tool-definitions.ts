@@ -11,7 +11,6 @@
  * server's current definitions. Kept in one 0600 JSON file per workspace
  * beside the listing cache (in memory only without one).
  */
-import deepEqual from 'fast-deep-equal';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { isPlainObject } from '../util/persist.js';
 import { stableHash } from '../util/stable-hash.js';
@@ -43,14 +42,16 @@ interface Record_ {
 }
 
 /**
- * Whether two listings of a tool define it alike. Equal values are the common
- * case (a server listing what it listed before), and comparing them in place
- * is far cheaper than two hashes or two JSON texts: a warm start reviews
- * every cached tool (docs/performance.md). Anything else (a key that is
- * there but `undefined`, say) is settled by the hashes.
+ * Whether two listings of a tool define it alike. Equal values written in
+ * the same key order are the common case (a server listing what it listed
+ * before, read back from our own files), and their JSON texts are equal:
+ * a warm start reviews every cached tool, and the native serialiser keeps
+ * that out of JavaScript that V8 would optimise at start-up
+ * (docs/performance.md). Anything else (keys in another order, a key that is
+ * there but `undefined`) is settled by the hashes, which normalise both.
  */
 function sameDefinition(a: Tool, b: Tool): boolean {
-  return deepEqual(a, b) || definitionHash(a) === definitionHash(b);
+  return JSON.stringify(a) === JSON.stringify(b) || definitionHash(a) === definitionHash(b);
 }
 
 /** The drift of `tools` against `accepted`, or undefined when there is none. */

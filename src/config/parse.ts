@@ -167,19 +167,24 @@ function valueTooDeep(value: unknown): boolean {
 
 /** JSON with comments and trailing commas; an empty (or comment-only) file is `undefined`. */
 export function parseJsonc(text: string): ParsedText | SyntaxProblem {
-  // The tolerant parser, the schema and the hashes all recurse: refuse a deep file first.
-  const deep = jsonDepthOverflow(text);
-  if (deep >= 0) return tooDeep(positionAt(lineStarts(text), deep));
   // Fast path: most files are plain JSON, which V8 parses natively several times
-  // faster than the tolerant tree parser; the tree is built only if an issue
-  // needs a line number. Anything JSON.parse refuses (comments, trailing
-  // commas, real errors) goes to the tolerant parser, which decides.
+  // faster than the tolerant tree parser (and without recursing, whatever the
+  // depth); the tree is built only if an issue needs a line number. Anything
+  // JSON.parse refuses (comments, trailing commas, real errors) goes to the
+  // tolerant parser, which decides.
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    return parseJsoncTree(text);
+    // The tolerant parser, the schema and the hashes all recurse: refuse a deep file first.
+    const deep = jsonDepthOverflow(text);
+    return deep >= 0 ? tooDeep(positionAt(lineStarts(text), deep)) : parseJsoncTree(text);
   }
+  // The schema and the hashes recurse. Checked on the value, not by scanning
+  // the text: a per-character loop over a large config is hot enough that V8
+  // optimises it, which costs a start more memory than the check itself
+  // (docs/performance.md). The text scan only places the error.
+  if (valueTooDeep(value)) return tooDeep(positionAt(lineStarts(text), jsonDepthOverflow(text)));
   let tree: ParsedText | undefined;
   return {
     value,

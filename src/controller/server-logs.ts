@@ -7,7 +7,7 @@
  * `.1`, so a server never takes more than twice the cap on disk.
  */
 import { mkdir, open, rename, stat, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { appDir, workspaceKey } from '../util/persist.js';
 import { LOG_LEVELS, type LogLevel } from '../../machines/types.js';
@@ -47,10 +47,15 @@ export function defaultLogDir(root: string, env: NodeJS.ProcessEnv = process.env
 
 /** A server's log file in `dir`. Names are user data: anything but `A-Z a-z 0-9 _ -` is %-encoded (so no `..`, `/`). */
 export function logFile(dir: string, server: string): string {
+  return join(dir, logFileName(server));
+}
+
+/** The file name part of {@link logFile}: it never contains a separator. */
+function logFileName(server: string): string {
   // Most names need no encoding: skip the per-byte pass (one per server at every start).
-  if (/^[A-Za-z0-9_-]+$/.test(server)) return join(dir, `${server}.log`);
+  if (/^[A-Za-z0-9_-]+$/.test(server)) return `${server}.log`;
   const safe = [...Buffer.from(server, 'utf8')].map((b) => (/[A-Za-z0-9_-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
-  return join(dir, `${safe}.log`);
+  return `${safe}.log`;
 }
 
 /** One server's file: appends are queued and written in order; the file is rotated at the cap. */
@@ -160,13 +165,20 @@ export class ServerLogWriter {
     private readonly options: ServerLogWriterOptions = {},
   ) {
     this.maxBytes = Math.max(4096, options.maxBytes ?? DEFAULT_LOG_MAX_BYTES);
+    // Normalised once: \`join\` per server re-normalises the whole folder path, and a
+    // start opens one sink per server (docs/performance.md).
+    const folder = join(dir, '.');
+    this.prefix = folder.endsWith(sep) ? folder : folder + sep;
   }
+
+  /** \`dir\`, normalised, with one trailing separator. */
+  private readonly prefix: string;
 
   private sink(server: string): LogSink {
     let sink = this.sinks.get(server);
     if (!sink) {
       sink = new LogSink(
-        logFile(this.dir, server),
+        this.prefix + logFileName(server),
         this.maxBytes,
         () => (this.dirReady ??= mkdir(this.dir, { recursive: true, mode: 0o700 }).then(() => undefined)),
         (err) => {

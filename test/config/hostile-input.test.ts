@@ -49,6 +49,21 @@ describe('nesting depth', () => {
     expectTooDeep(parseSourceText(text, json, {}), json.path);
   });
 
+  it('plain JSON and JSON with a comment draw the line at the same level', () => {
+    // The root object, `mcpServers` and `x` are three levels; the rest are arrays in a key the schema ignores.
+    const at = (levels: number, comment: string) =>
+      `${comment}{"mcpServers":{"x":{"command":"a","note":${'['.repeat(levels - 3)}${']'.repeat(levels - 3)}}}}`;
+    for (const comment of ['', '// tolerant parser\n']) {
+      const ok = parseSourceText(at(MAX_CONFIG_DEPTH, comment), json, {});
+      // Loaded; the only issue is the warning about the key the schema does not know.
+      expect(ok.issues.map((i) => i.severity)).toEqual(['warning']);
+      expect(ok.servers.x?.command).toBe('a');
+      const deep = parseSourceText(at(MAX_CONFIG_DEPTH + 1, comment), json, {});
+      expectTooDeep(deep, json.path);
+      expect(deep.issues[0]).toMatchObject({ line: comment ? 2 : 1, column: 41 + (MAX_CONFIG_DEPTH + 1 - 3) });
+    }
+  });
+
   it('brackets inside strings and comments do not count as nesting', () => {
     const deepText = '['.repeat(200);
     const text = `{ /* ${deepText} */ "mcpServers": { "a": { "command": "x", "args": ["${deepText}"] } } // ${deepText}\n}`;
