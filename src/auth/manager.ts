@@ -84,7 +84,8 @@ const REDEEMED = Symbol('redeemed elsewhere');
 /** Where the browser comes back to: a loopback receiver, or a shared callback (docs/cluster-oauth.md). */
 interface Receiver {
   readonly redirectUrl: string;
-  expect(state: string, signal: AbortSignal): Promise<AuthorizationRedirect | typeof REDEEMED>;
+  /** As {@link SharedCallback.expect}: `stored` once a redirect with `state` would be taken. */
+  expect(state: string, signal: AbortSignal, stored: () => void): Promise<AuthorizationRedirect | typeof REDEEMED>;
   close(): Promise<void>;
 }
 
@@ -593,9 +594,7 @@ export class OAuthManager {
     // An explicit sign-in is awaited by its caller: its receiver and timer keep the process alive
     // (unref'd, a CLI whose only work left is this wait would exit before the browser came back).
     session.lastHint = undefined;
-    const receiver: Receiver = this.opts.callback
-      ? await this.sharedReceiver(name, provider, base, this.opts.callback)
-      : await this.listen(entry.config.oauth, provider, explicit !== undefined);
+    const receiver: Receiver = this.opts.callback ? await this.sharedReceiver(name, provider, base, this.opts.callback) : loopbackReceiver(await this.listen(entry.config.oauth, provider, explicit !== undefined));
     const abort = new AbortController();
     // Whether the sign-in was given up (its timeout, the caller's signal), rather than made moot
     // by tokens that came from elsewhere (`forget`) or the manager's dispose.
@@ -619,19 +618,27 @@ export class OAuthManager {
     const started = new Promise<void>((resolve) => (markStarted = resolve));
     provider.beginInteractive(receiver.redirectUrl, (url, state) => {
       markStarted();
-      codePromise = receiver.expect(state ?? '', abort.signal);
-      codePromise.then(
-        () => (redirected = true),
-        () => {},
-      );
-      if (!handler) {
-        this.opts.warn?.(`server "${name}" needs authorization: open ${url.href}`);
-        return;
-      }
+      // The URL goes out only once the redirect would be taken: a shared callback keeps the
+      // sign-in in Redis first, and a browser that came back to another replica before that
+      // would be told the sign-in expired. A sign-in that fails before then hands out nothing.
+      const takeable = new Promise<boolean>((resolve) => {
+        codePromise = receiver.expect(state ?? '', abort.signal, () => resolve(true));
+        codePromise.then(
+          () => (redirected = true),
+          () => resolve(false),
+        );
+      });
       // The hook runs beside the SDK: awaiting it here would hold auth() and its caller.
-      hookDone = Promise.resolve()
-        .then(() => handler(name, url))
-        .catch((err: unknown) => this.opts.warn?.(`onAuthorizationUrl for "${name}" threw: ${describeError(err)}`));
+      hookDone = takeable.then(async (ok) => {
+        if (!ok) return;
+        if (!handler) {
+          this.opts.warn?.(`server "${name}" needs authorization: open ${url.href}`);
+          return;
+        }
+        await Promise.resolve()
+          .then(() => handler(name, url))
+          .catch((err: unknown) => this.opts.warn?.(`onAuthorizationUrl for "${name}" threw: ${describeError(err)}`));
+      });
     });
 
     const flow: Flow = { done: Promise.resolve(false), settled: false, ok: false, abort };
@@ -713,7 +720,7 @@ export class OAuthManager {
     return {
       redirectUrl: callback.redirectUrl,
       // Called while the SDK redirects: the verifier and the registration are saved by then.
-      expect: (state, signal) =>
+      expect: (state, signal, stored) =>
         Promise.resolve()
           .then(() => {
             const record: SignInRecord = {
@@ -726,7 +733,7 @@ export class OAuthManager {
               ...(base.resourceMetadataUrl ? { resourceMetadataUrl: base.resourceMetadataUrl.href } : {}),
               ...(provider.dynamicRegistration ? { clientInformation: provider.dynamicRegistration } : {}),
             };
-            return callback.expect(record, signal);
+            return callback.expect(record, signal, stored);
           })
           .then(() => REDEEMED),
       close: async () => {},
@@ -810,6 +817,19 @@ export class OAuthManager {
     }
     return startLoopback(0, { keepAlive });
   }
+}
+
+/** A loopback listener as a flow's receiver: it is listening already, so a redirect is taken from the start. */
+function loopbackReceiver(loopback: LoopbackReceiver): Receiver {
+  return {
+    redirectUrl: loopback.redirectUrl,
+    expect: (state, signal, stored) => {
+      const redirect = loopback.expect(state, signal);
+      stored();
+      return redirect;
+    },
+    close: () => loopback.close(),
+  };
 }
 
 /**

@@ -45,10 +45,13 @@ export interface SharedCallback {
   readonly redirectUrl: string;
   /**
    * Keep `record` where any process can redeem its code (once, for a limited
-   * time). Resolves once the tokens are in the shared store (whoever redeemed
-   * them); rejects with why the sign-in failed, or when `signal` aborts.
+   * time). Calls `stored` once it is kept: only from then on can a browser
+   * that comes back to any process complete the sign-in, so the sign-in URL
+   * is handed out then. Resolves once the tokens are in the shared store
+   * (whoever redeemed them); rejects with why the sign-in failed, or when
+   * `signal` aborts.
    */
-  expect(record: SignInRecord, signal: AbortSignal): Promise<void>;
+  expect(record: SignInRecord, signal: AbortSignal, stored?: () => void): Promise<void>;
   /** How this process redeems codes that reach it (the controller sets it). */
   setRedeemer(redeem: SignInRedeemer): void;
 }

@@ -109,7 +109,7 @@ export class RedisSignIns implements SharedCallback {
     let redeem: SignInRedeemer | undefined;
     return {
       redirectUrl: this.redirectUrl,
-      expect: (record, signal) => this.expect({ ...record, principal }, signal),
+      expect: (record, signal, stored) => this.expect({ ...record, principal }, signal, stored),
       setRedeemer: (fn) => void (redeem = fn),
       redeemer: () => redeem,
     };
@@ -120,13 +120,14 @@ export class RedisSignIns implements SharedCallback {
     this.principalRedeemer = find;
   }
 
-  async expect(record: SignInRecord, signal: AbortSignal): Promise<void> {
+  async expect(record: SignInRecord, signal: AbortSignal, stored?: () => void): Promise<void> {
     if (!STATE.test(record.state)) throw new Error(`the sign-in's state ${JSON.stringify(record.state)} is not one this gateway can keep`);
     const { redis, keys } = this.options;
     const stateKey = keys.oauthState(record.state);
     await this.subscribe();
     this.options.count?.('SET');
     await redis.set(stateKey, seal(this.key, stateKey, JSON.stringify(record)), { PX: SIGN_IN_TTL_MS });
+    stored?.();
     const outcome = await new Promise<Outcome>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let delay = POLL_FIRST_MS;
