@@ -9,6 +9,7 @@
  * transitions (`ref.on('transition', …)`) from its very first one.
  */
 import { enqueueActions, setup } from 'xstate';
+import { admissionOf } from './admission.js';
 import { getOwn, setOwn } from './own.js';
 import { resolveBackoff, serverMachine, type ServerActorRef, type ServerInput } from './server.machine.js';
 import type { ApprovalDecision, BackoffPolicy, DesiredMap, DesiredServer, GatingState, LifecyclePolicy } from './types.js';
@@ -175,6 +176,12 @@ export const reconcilerMachine = setup({
   },
   actions: {
     /**
+     * Register the cached listing of a server about to be spawned and admitted
+     * (the host's `restoreCached`); a no-op here. The child does the same on
+     * entry to `live` and finds it done.
+     */
+    restoreCached: (_args, _params: { name: string; entry: DesiredServer }) => {},
+    /**
      * Level-based reconcile: remove children no longer desired (REMOVE, so
      * they drop tools and disconnect, then stop), UPDATE children whose entry
      * or the gating changed, spawn children for new names. Nothing is sent to
@@ -212,6 +219,14 @@ export const reconcilerMachine = setup({
       }
       for (const name of toSpawn) removed.delete(name);
 
+      // Cached tools are registered before the children are created, so a warm start's whole
+      // registry is there before any actor's start-up (docs/spec.md §12). The verdict is the
+      // one the child's admission reaches; its `live` entry then finds the tools registered.
+      for (const name of toSpawn) {
+        const entry = desired[name]!;
+        // `as never`: XState cannot type a sibling action from inside `setup({ actions })`.
+        if (entry.cached === true && admissionOf(entry, gating) === 'admitted') enqueue({ type: 'restoreCached', params: { name, entry } } as never);
+      }
       // Announced before the spawn: an emit is delivered in order with the new children's starts,
       // so the announcement reaches a listener before the child takes its first step.
       for (const name of toSpawn) enqueue.emit({ type: 'server-spawned', name });

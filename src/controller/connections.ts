@@ -135,6 +135,13 @@ export class Connections {
     });
   }
 
+  /** The reconciler's actions: a cached listing registered before its server's actor exists. */
+  reconcilerActions() {
+    return {
+      restoreCached: (_args: unknown, params: { name: string; entry: DesiredServer }) => this.restoreCached(params.name, params.entry, 0, false),
+    };
+  }
+
   /** The current connection of `name`, if it has one. */
   get(name: string): ConnectionRecord | undefined {
     return this.live.get(name);
@@ -435,13 +442,14 @@ export class Connections {
    * entry into the admitted states (the machine gates this like a connect).
    * Nothing when none is cached or the server already has entries.
    */
-  private restoreCached(name: string, entry: DesiredServer, generation: number): void {
+  private restoreCached(name: string, entry: DesiredServer, generation: number, report = true): void {
     const { registry } = this.ws;
     const listing = this.ws.cache?.get(entry.fingerprint);
     if (!listing || registry.toolsOf(name).length > 0 || registry.promptsOf(name).length > 0 || registry.resources.resourcesOf(name).length > 0) return;
     const result = registry.commit(name, generation, this.reviewed(name, entry, listing), filterOf(entry), { cached: true });
     // A clash is reported like any listing's; the live listing gets its own try.
-    if (!result.ok) {
+    // Before its actor exists, a clash is left to the actor's own try, which reports it.
+    if (!result.ok && report) {
       this.ws.logger.debug(`cached listing of "${name}" not registered: ${result.error.message}`);
       this.report(name, { type: 'ERROR_REPORTED', error: result.error.message });
     }

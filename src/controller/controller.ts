@@ -197,7 +197,7 @@ export class McpController {
       slowStartMs: connectTimeoutMs,
       ...(options.onDemand ? { onDemand: true } : {}),
     };
-    this.actor = createActor(reconcilerMachine.provide({ actors: { server } }), {
+    this.actor = createActor(reconcilerMachine.provide({ actors: { server }, actions: this.connections.reconcilerActions() }), {
       input: { desired: {}, gating: { excluded: [], trusted: true, approvals: {} }, backoff: options.backoff, lifecycle, systemIds: true },
     });
     // Starts with no servers, so every server actor is announced before it starts (and heard from its first step).

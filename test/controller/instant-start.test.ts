@@ -283,4 +283,37 @@ describe('a warm start with eager servers', () => {
     expect(atHostTurn).toBe(0);
     for (const name of names) expect(row(c, name).state).toBe('connected');
   });
+
+  it('registers every cached listing before any server actor takes its first step', async () => {
+    const ws = h.workspace();
+    const names = ['w0', 'w1', 'w2', 'w3'];
+    const config = (name: string) => stdioFixtureConfig('basic-server', { env: { TOOLS_VERSION: name } });
+    for (const name of names) await writeCache(ws, name, config(name), ['echo']);
+    const c = h.controller(ws, { listingCache: cacheDir(ws), startup: 'eager' });
+    for (const name of names) await c.addRuntimeServer(name, config(name));
+    const order: string[] = [];
+    c.on('tools-changed', (e) => order.push(`tools ${e.server}`));
+    c.on('server-state', (e) => order.push(`state ${e.name}`));
+    await c.start();
+    const firstStep = order.findIndex((x) => x.startsWith('state '));
+    expect(firstStep).toBe(names.length);
+    expect(order.slice(0, firstStep).sort()).toEqual(names.map((n) => `tools ${n}`));
+    for (const name of names) expect(row(c, name).state).toBe('connected');
+  });
+
+  it('a cached listing that cannot be registered is reported once, by its server, which then connects', async () => {
+    const ws = h.workspace();
+    const config = stdioFixtureConfig('basic-server');
+    await writeCache(ws, 'dup', config, ['echo', 'echo']);
+    const debug: string[] = [];
+    const c = h.controller(ws, { listingCache: cacheDir(ws), startup: 'eager', logger: { debug: (m: string) => debug.push(m) } });
+    await c.addRuntimeServer('dup', config);
+    const early: string[][] = [];
+    c.on('tools-changed', () => early.push(toolNames(c)));
+    await c.start();
+    // The cached listing never showed: the first tools the host saw were the live listing's.
+    expect(early[0]).toEqual(BASIC_TOOLS.map((t) => t.replace('mcp__b__', 'mcp__dup__')));
+    expect(debug.filter((m) => m.startsWith('cached listing of "dup" not registered'))).toHaveLength(1);
+    expect(row(c, 'dup').state).toBe('connected');
+  });
 });

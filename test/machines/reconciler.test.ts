@@ -212,6 +212,30 @@ describe('reconcilerMachine', () => {
 });
 
 describe('sameEntry / sameGating', () => {
+  it('asks for the cached listing of each admitted, cached newcomer before its child exists; never for a gated one', async () => {
+    const w = new World();
+    const asked: Array<{ name: string; children: string[] }> = [];
+    const cachedA = { ...entry('a'), cached: true };
+    const cachedP = { ...p, cached: true };
+    const actor = createActor(
+      reconcilerMachine.provide({
+        actors: { server: w.provide() },
+        actions: { restoreCached: (_args, params) => asked.push({ name: params.name, children: Object.keys(actor.getSnapshot().children) }) },
+      }),
+      { input: {} },
+    );
+    actor.start();
+    actor.send(config({ a: cachedA, b, p: cachedP }));
+    await flush();
+    // `b` has nothing cached and `p` waits for approval: neither is asked for.
+    expect(asked).toEqual([{ name: 'a', children: [] }]);
+    actor.send(config({ a: cachedA, b, p: cachedP }, approving(p)));
+    await flush();
+    // An approval reaches a child that already exists: its own `live` entry restores what is cached.
+    expect(asked.map((x) => x.name)).toEqual(['a']);
+    actor.stop();
+  });
+
   it('compare what admission and connection depend on', () => {
     expect(sameEntry(a, { ...a })).toBe(true);
     expect(sameEntry(a, { ...a, hash: 'x' })).toBe(false);
