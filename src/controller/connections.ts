@@ -138,7 +138,15 @@ export class Connections {
   /** The reconciler's actions: a cached listing registered before its server's actor exists. */
   reconcilerActions() {
     return {
-      restoreCached: (_args: unknown, params: { name: string; entry: DesiredServer }) => this.restoreCached(params.name, params.entry, 0, false),
+      restoreCached: (_args: unknown, params: { name: string; entry: DesiredServer }) => {
+        // Whatever goes wrong here must not take the reconciler down: the child's own try
+        // on entry to `live` meets it again, where a throw ends only that child.
+        try {
+          this.restoreCached(params.name, params.entry, 0, false);
+        } catch {
+          /* left to the child */
+        }
+      },
     };
   }
 
