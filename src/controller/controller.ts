@@ -275,8 +275,12 @@ export class McpController {
     }
     if (this.disposing) return;
     this.actor.start();
-    // Watch before the first read: a save landing between that read and the watches
-    // being in place would otherwise go unnoticed until the next save.
+    // The first read comes before the watches, so cached tools never wait for the watcher
+    // (nor for chokidar's first load); once the watches are in place the files are read once
+    // more, so a save that landed in between is not missed (docs/spec.md §3.2). By level,
+    // that read changes nothing otherwise.
+    await this.coalescer.request();
+    if (this.disposing) return;
     if (this.options.watch !== false) {
       // The approvals file is watched too, so `mcp-reconciler approve` run in another
       // terminal takes effect in a running host. Our own writes cause one re-read
@@ -298,9 +302,10 @@ export class McpController {
       });
       this.ws.watcher = watcher;
       await watcher.ready;
+      if (this.disposing) return;
+      await this.coalescer.request();
+      if (this.disposing) return;
     }
-    await this.coalescer.request();
-    if (this.disposing) return;
     await this.waitSettled(this.options.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS, this.options.readyWait === 'start-bound');
   }
 

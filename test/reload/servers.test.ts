@@ -111,6 +111,24 @@ describe('hot reload of servers', () => {
     expect(row(c, 'x')?.state).toBe('connected');
   });
 
+  it('a save that lands during the first read, before the watches are in place, is applied by start() itself', async () => {
+    const ws = h.workspace();
+    ws.user({ a: basic('1') });
+    // A debounce no test waits out: only start()'s own second read can apply the save in time.
+    const c = h.create(ws, { debounceMs: 600_000 });
+    let saved = false;
+    c.on('reconciled', () => {
+      if (saved) return;
+      saved = true;
+      ws.user({ a: basic('1'), b: basic('2') });
+    });
+    await c.start();
+    expect(saved).toBe(true);
+    await waitState(c, 'b', 'connected');
+    expect(toolsOf(c, 'b')).toContain('mcp__b__v2_tool');
+    expect(c.reconciles).toBe(2);
+  });
+
   it('dispose stops watching: after it, even during start, an edit starts nothing', async () => {
     const { ws, c: running, rows: { x } } = await h.connected({ x: basic('1') });
     const early = h.create(ws);
