@@ -455,8 +455,8 @@ export class Connections {
     const listing = this.ws.cache?.get(entry.fingerprint);
     if (!listing || registry.toolsOf(name).length > 0 || registry.promptsOf(name).length > 0 || registry.resources.resourcesOf(name).length > 0) return;
     const result = registry.commit(name, generation, this.reviewed(name, entry, listing), filterOf(entry), { cached: true });
-    // A clash is reported like any listing's; the live listing gets its own try.
-    // Before its actor exists, a clash is left to the actor's own try, which reports it.
+    // A clash is reported like any listing's, by the actor's own try (an early try before the
+    // actor exists stays quiet); the live listing gets its own try.
     if (!result.ok && report) {
       this.ws.logger.debug(`cached listing of "${name}" not registered: ${result.error.message}`);
       this.report(name, { type: 'ERROR_REPORTED', error: result.error.message });

@@ -209,9 +209,7 @@ describe('reconcilerMachine', () => {
     // Ending the children removes nothing from the config: nothing is reported removed.
     expect(actor.getSnapshot().context.removed).toEqual([]);
   });
-});
 
-describe('sameEntry / sameGating', () => {
   it('asks for the cached listing of each admitted, cached newcomer before its child exists; never for a gated one', async () => {
     const w = new World();
     const asked: Array<{ name: string; children: string[] }> = [];
@@ -235,7 +233,9 @@ describe('sameEntry / sameGating', () => {
     expect(asked.map((x) => x.name)).toEqual(['a']);
     actor.stop();
   });
+});
 
+describe('sameEntry / sameGating', () => {
   it('compare what admission and connection depend on', () => {
     expect(sameEntry(a, { ...a })).toBe(true);
     expect(sameEntry(a, { ...a, hash: 'x' })).toBe(false);
