@@ -22,8 +22,7 @@ export type TransportType = 'stdio' | 'sse' | 'http' | 'sdk';
 
 /**
  * Which MCP protocol revision a server is spoken to in: a pinned revision, or
- * `auto` (negotiate). This build implements only the 2025-11-25 wire, so
- * `auto` means that wire and `2026-07-28` fails with a clear message.
+ * `auto` (negotiate: the newest revision the server offers, docs/protocol.md).
  */
 export type ProtocolChoice = '2025-11-25' | '2026-07-28' | 'auto';
 

@@ -164,8 +164,9 @@ export interface McpControllerOptions {
   connectTimeoutMs?: number;
   /**
    * The MCP protocol revision for servers whose config sets no `protocol`.
-   * Default `auto`. This build speaks only the 2025-11-25 wire: `auto` uses
-   * it, `2026-07-28` makes those servers fail with "not supported yet".
+   * Default `auto`: the newest revision the server offers (2026-07-28 via
+   * `server/discover`), else the 2025 `initialize` handshake. A pin uses only
+   * that revision (docs/protocol.md).
    */
   protocol?: ProtocolChoice;
   /**
