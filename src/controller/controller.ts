@@ -340,7 +340,7 @@ export class McpController {
     await this.connections.closeAll();
     this.auth.dispose();
     await this.ws.tracker.killAll();
-    await this.ws.serverLog?.flush();
+    await this.ws.serverLog?.close();
     await this.ws.cache?.flush();
     await this.usage.flush();
     await this.definitions.flush();

@@ -58,6 +58,15 @@ function logFileName(server: string): string {
   return `${safe}.log`;
 }
 
+/**
+ * How long a server's log file stays open after its last write. A start
+ * writes a few lines per server within a second or two; opening and closing
+ * the file for each of them cost ~95 ms of host CPU at 50 servers
+ * (docs/performance.md). Closed when idle so a quiet server holds no
+ * descriptor.
+ */
+const IDLE_CLOSE_MS = 2_000;
+
 /** One server's file: appends are queued and written in order; the file is rotated at the cap. */
 class LogSink {
   private pending: string[] = [];
@@ -65,6 +74,9 @@ class LogSink {
   private dropped = 0;
   private size: number | undefined;
   private flushing: Promise<void> | undefined;
+  /** The open file, between writes that come close together. */
+  private handle: FileHandle | undefined;
+  private idle: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly file: string,
@@ -83,10 +95,7 @@ class LogSink {
       this.pendingBytes -= Buffer.byteLength(old);
       this.dropped++;
     }
-    this.flushing ??= this.drain().finally(() => {
-      this.flushing = undefined;
-      if (this.pending.length > 0) this.append('');
-    });
+    this.run(() => this.drain());
   }
 
   /** Resolves once everything appended so far is on disk. */
@@ -94,7 +103,24 @@ class LogSink {
     while (this.flushing) await this.flushing;
   }
 
+  /** Flush, then close the file (the next append opens it again). */
+  async close(): Promise<void> {
+    await this.flush();
+    clearTimeout(this.idle);
+    this.idle = undefined;
+    await this.closeHandle();
+  }
+
+  /** Run `job` after the one in progress: appends, the idle close and rotation never overlap. */
+  private run(job: () => Promise<void>): void {
+    this.flushing ??= job().finally(() => {
+      this.flushing = undefined;
+      if (this.pending.length > 0) this.run(() => this.drain());
+    });
+  }
+
   private async drain(): Promise<void> {
+    clearTimeout(this.idle);
     try {
       await this.ensureDir();
       while (this.pending.length > 0) {
@@ -106,8 +132,19 @@ class LogSink {
     } catch (err) {
       this.pending = [];
       this.pendingBytes = 0;
+      await this.closeHandle();
       this.onError(err);
     }
+    if (this.handle) {
+      this.idle = setTimeout(() => this.run(() => this.closeHandle()), IDLE_CLOSE_MS);
+      this.idle.unref();
+    }
+  }
+
+  private async closeHandle(): Promise<void> {
+    const handle = this.handle;
+    this.handle = undefined;
+    await handle?.close().catch(() => undefined);
   }
 
   private async write(chunk: string): Promise<void> {
@@ -117,6 +154,7 @@ class LogSink {
     );
     let bytes = Buffer.byteLength(chunk);
     if (this.size + bytes > this.maxBytes && this.size > 0) {
+      await this.closeHandle();
       await rename(this.file, `${this.file}.1`);
       this.size = 0;
     }
@@ -126,12 +164,8 @@ class LogSink {
       chunk = tail.slice(tail.indexOf('\n') + 1);
       bytes = Buffer.byteLength(chunk);
     }
-    const fh = await open(this.file, 'a', 0o600);
-    try {
-      await fh.write(chunk);
-    } finally {
-      await fh.close();
-    }
+    this.handle ??= await open(this.file, 'a', 0o600);
+    await this.handle.write(chunk);
     this.size += bytes;
   }
 
@@ -239,6 +273,12 @@ export class ServerLogWriter {
   async flush(): Promise<void> {
     for (const server of [...this.partial.keys()]) this.endStderr(server);
     await Promise.all([...this.sinks.values()].map((s) => s.flush()));
+  }
+
+  /** {@link flush}, then close every open log file (a later record opens its file again). */
+  async close(): Promise<void> {
+    for (const server of [...this.partial.keys()]) this.endStderr(server);
+    await Promise.all([...this.sinks.values()].map((s) => s.close()));
   }
 }
 
