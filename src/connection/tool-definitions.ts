@@ -3,11 +3,14 @@
  * schema refuses a whole page when a single tool is malformed, which would
  * leave every tool of the server unusable; the listing is therefore
  * requested with {@link LenientListToolsResultSchema} and each tool is
- * checked on its own with the SDK's `Tool` schema (`specTypeSchemas.Tool`).
+ * checked on its own with the SDK's `Tool` schema (`specTypeSchemas.Tool`),
+ * or, when it is a plain definition, by the cheaper equivalent in
+ * plain-tool.ts.
  */
 import { z } from 'zod';
 import { specTypeSchemas, type StandardSchemaV1 } from '@modelcontextprotocol/client';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { plainTool } from './plain-tool.js';
 
 /** A listed tool whose definition the MCP schema refuses, and why; it is not registered. */
 export interface InvalidTool {
@@ -41,6 +44,11 @@ export function checkToolDefinitions(raw: readonly unknown[], offset = 0): { too
   const tools: Tool[] = [];
   const invalid: InvalidTool[] = [];
   raw.forEach((item, i) => {
+    const plain = plainTool(item);
+    if (plain) {
+      tools.push(plain);
+      return;
+    }
     const parsed = specTypeSchemas.Tool['~standard'].validate(item);
     if (!parsed.issues) {
       tools.push(parsed.value as unknown as Tool);
