@@ -3,12 +3,14 @@
  * supervisor's lines land in one capped, 0600 file per server, readable with
  * `controller.logs()` and `mcp-reconciler logs` (followed with -f).
  */
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
 import type { McpController } from '../../src/controller/controller.js';
-import { defaultLogDir, logFile, type LogRecord } from '../../src/controller/server-logs.js';
+import { defaultLogDir, logFile, ServerLogWriter, type LogRecord } from '../../src/controller/server-logs.js';
 import { fixturePath } from '../helpers/fixtures.js';
 import { waitFor } from '../helpers/processes.js';
 import { Harness, waitState, type Workspace } from './support.js';
@@ -115,5 +117,41 @@ describe('server logs', () => {
     const code = await runCli(['logs', 'ghost', '--cwd', ws.root], { stdout: { write: () => true }, stderr: { write: (s: string) => (stderr += s) }, env: ws.env, cwd: ws.root });
     expect(code).toBe(1);
     expect(stderr).toMatch(/^error: no log of "ghost" for .* \(looked for .*ghost\.log\)\nhint: a server gets a log once mcp-reconciler runs it/);
+  });
+
+  // /proc/self/fd tells which files this process holds open (Linux, where CI runs).
+  it.runIf(process.platform === 'linux')('a log file stays open between writes that come close together, is closed when idle and on close(), and keeps its order across reopening', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'logs-'));
+    try {
+      const w = new ServerLogWriter(dir);
+      const file = logFile(dir, 's');
+      const held = (): number => {
+        const real = realpathSync(file);
+        return readdirSync('/proc/self/fd').filter((fd) => {
+          try {
+            return readlinkSync(`/proc/self/fd/${fd}`) === real;
+          } catch {
+            return false;
+          }
+        }).length;
+      };
+      w.supervisor('s', 'one');
+      await w.flush();
+      expect(held()).toBe(1);
+      w.supervisor('s', 'two');
+      await w.flush();
+      // The same descriptor, not a second one.
+      expect(held()).toBe(1);
+      await waitFor(() => held() === 0, 'the idle log file to be closed', 10_000);
+      w.supervisor('s', 'three');
+      await w.flush();
+      expect(held()).toBe(1);
+      await w.close();
+      expect(held()).toBe(0);
+      const texts = readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as LogRecord).text);
+      expect(texts).toEqual(['one', 'two', 'three']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
