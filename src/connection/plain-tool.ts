@@ -74,7 +74,7 @@ function inputSchemaCopy(v: unknown): Record<string, unknown> | undefined {
   if ('required' in v) {
     const req = v.required;
     if (!Array.isArray(req)) return undefined;
-    // A loop, not \`every\`: \`every\` skips the holes of a sparse array, which the schema refuses.
+    // A loop, not `every`: `every` skips the holes of a sparse array, which the schema refuses.
     for (let i = 0; i < req.length; i++) if (!(i in req) || typeof req[i] !== 'string') return undefined;
     out.required = [...(req as string[])];
   }

@@ -199,13 +199,13 @@ export class ServerLogWriter {
     private readonly options: ServerLogWriterOptions = {},
   ) {
     this.maxBytes = Math.max(4096, options.maxBytes ?? DEFAULT_LOG_MAX_BYTES);
-    // Normalised once: \`join\` per server re-normalises the whole folder path, and a
+    // Normalised once: `join` per server re-normalises the whole folder path, and a
     // start opens one sink per server (docs/performance.md).
     const folder = join(dir, '.');
     this.prefix = folder.endsWith(sep) ? folder : folder + sep;
   }
 
-  /** \`dir\`, normalised, with one trailing separator. */
+  /** `dir`, normalised, with one trailing separator. */
   private readonly prefix: string;
 
   private sink(server: string): LogSink {
