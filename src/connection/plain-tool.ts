@@ -34,42 +34,57 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return (proto === Object.prototype || proto === null) && Object.getOwnPropertySymbols(v).length === 0;
 }
 
-/** A copy of a JSON value as the schema's JSON-value union returns it, or undefined when `v` is not one. */
-function jsonCopy(v: unknown, depth: number): { value: unknown } | undefined {
-  if (typeof v === 'string' || typeof v === 'boolean' || v === null) return { value: v };
-  if (typeof v === 'number') return Number.isFinite(v) ? { value: v } : undefined;
-  if (depth > MAX_DEPTH) return undefined;
+/** What {@link jsonCopy} returns for a value that is not JSON (a sentinel: no wrapper object per value). */
+const NOT_JSON = Symbol('not JSON');
+
+/** A copy of a JSON value as the schema's JSON-value union returns it, or {@link NOT_JSON}. */
+function jsonCopy(v: unknown, depth: number): unknown {
+  if (typeof v === 'string' || typeof v === 'boolean' || v === null) return v;
+  if (typeof v === 'number') return Number.isFinite(v) ? v : NOT_JSON;
+  if (depth > MAX_DEPTH) return NOT_JSON;
   if (Array.isArray(v)) {
     const out: unknown[] = [];
     for (let i = 0; i < v.length; i++) {
-      if (!(i in v)) return undefined;
+      if (!(i in v)) return NOT_JSON;
       const c = jsonCopy(v[i], depth + 1);
-      if (!c) return undefined;
-      out.push(c.value);
+      if (c === NOT_JSON) return NOT_JSON;
+      out.push(c);
     }
-    return { value: out };
+    return out;
   }
-  if (!isPlainObject(v)) return undefined;
+  if (!isPlainObject(v)) return NOT_JSON;
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(v)) {
     // JSON.parse makes "__proto__" an own key; assigning it would set a prototype instead.
-    if (key === '__proto__') return undefined;
+    if (key === '__proto__') return NOT_JSON;
     const c = jsonCopy(v[key], depth + 1);
-    if (!c) return undefined;
-    out[key] = c.value;
+    if (c === NOT_JSON) return NOT_JSON;
+    out[key] = c;
   }
-  return { value: out };
+  return out;
+}
+
+/**
+ * Copy the keys of `v` not in `known` into `out` as they are (a schema's catch-all or loose
+ * part); undefined when one is `undefined` or `__proto__`.
+ */
+function copyRest(v: Record<string, unknown>, out: Record<string, unknown>, known: readonly string[]): Record<string, unknown> | undefined {
+  for (const key of Object.keys(v)) {
+    if (known.includes(key)) continue;
+    if (v[key] === undefined || key === '__proto__') return undefined;
+    out[key] = v[key];
+  }
+  return out;
 }
 
 function inputSchemaCopy(v: unknown): Record<string, unknown> | undefined {
   if (!isPlainObject(v) || v.type !== 'object') return undefined;
   const out: Record<string, unknown> = { type: 'object' };
   if ('properties' in v) {
-    const props = v.properties;
-    if (!isPlainObject(props)) return undefined;
-    const copy = jsonCopy(props, 0);
-    if (!copy) return undefined;
-    out.properties = copy.value;
+    if (!isPlainObject(v.properties)) return undefined;
+    const copy = jsonCopy(v.properties, 0);
+    if (copy === NOT_JSON) return undefined;
+    out.properties = copy;
   }
   if ('required' in v) {
     const req = v.required;
@@ -79,13 +94,9 @@ function inputSchemaCopy(v: unknown): Record<string, unknown> | undefined {
     out.required = [...(req as string[])];
   }
   // Other keywords ($schema, additionalProperties, …) pass through as they are.
-  for (const key of Object.keys(v)) {
-    if (key === 'type' || key === 'properties' || key === 'required') continue;
-    if (v[key] === undefined || key === '__proto__') return undefined;
-    out[key] = v[key];
-  }
-  return out;
+  return copyRest(v, out, INPUT_SCHEMA_KEYS);
 }
+const INPUT_SCHEMA_KEYS = ['type', 'properties', 'required'];
 
 /** The output schema as the schema's loose object returns it: `$schema` first, the rest as they are. */
 function outputSchemaCopy(v: unknown): Record<string, unknown> | undefined {
@@ -95,13 +106,9 @@ function outputSchemaCopy(v: unknown): Record<string, unknown> | undefined {
     if (typeof v.$schema !== 'string') return undefined;
     out.$schema = v.$schema;
   }
-  for (const key of Object.keys(v)) {
-    if (key === '$schema') continue;
-    if (v[key] === undefined || key === '__proto__') return undefined;
-    out[key] = v[key];
-  }
-  return out;
+  return copyRest(v, out, OUTPUT_SCHEMA_KEYS);
 }
+const OUTPUT_SCHEMA_KEYS = ['$schema'];
 
 function executionCopy(v: unknown): Record<string, unknown> | undefined {
   if (!isPlainObject(v)) return undefined;

@@ -277,7 +277,7 @@ export class ServerLogWriter {
 
   /** {@link flush}, then close every open log file (a later record opens its file again). */
   async close(): Promise<void> {
-    for (const server of [...this.partial.keys()]) this.endStderr(server);
+    await this.flush();
     await Promise.all([...this.sinks.values()].map((s) => s.close()));
   }
 }
