@@ -10,9 +10,10 @@ import type { ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable } from 'node:stream';
-import { ReadBuffer, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import { serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 import { ErrorCode, McpReconcilerError } from '../errors.js';
 import { drainMessages } from '../util/drain-messages.js';
+import { MessageLines } from './message-lines.js';
 import type { ProcessTracker } from './processes.js';
 
 /** Options of a {@link StdioProcessTransport}. */
@@ -82,7 +83,7 @@ export class StdioProcessTransport implements Transport {
   onmessage?: (<T extends JSONRPCMessage>(message: T) => void) | undefined;
 
   private readonly options: StdioProcessTransportOptions;
-  private readonly readBuffer = new ReadBuffer();
+  private readonly readBuffer = new MessageLines();
   private readonly stderrBuffer: TailBuffer;
   private child: ChildProcess | undefined;
   private exit: { code: number | null; signal: NodeJS.Signals | null; byUs: boolean } | undefined;

@@ -1,25 +1,19 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { agreesWithSchema, type SchemaVerdict } from '../helpers/schema-agreement.js';
 import { specTypeSchemas } from '@modelcontextprotocol/client';
 import { plainTool } from '../../src/connection/plain-tool.js';
 import { checkToolDefinitions } from '../../src/connection/tool-definitions.js';
 
 /** What the SDK's `Tool` schema makes of `item`. */
-function bySchema(item: unknown): { ok: true; value: unknown } | { ok: false } {
+function bySchema(item: unknown): SchemaVerdict {
   const r = specTypeSchemas.Tool['~standard'].validate(item) as { value?: unknown; issues?: unknown };
   return r.issues ? { ok: false } : { ok: true, value: r.value };
 }
 
 /** The fast check either declines, or agrees with the schema: valid, same keys, same order, same values. */
 function expectAgreement(item: unknown): boolean {
-  const fast = plainTool(item);
-  if (fast === undefined) return false;
-  const schema = bySchema(item);
-  expect(schema.ok, `the schema refuses what the fast check accepted: ${JSON.stringify(item)}`).toBe(true);
-  if (!schema.ok) return true;
-  expect(fast).toStrictEqual(schema.value);
-  expect(JSON.stringify(fast)).toBe(JSON.stringify(schema.value));
-  return true;
+  return agreesWithSchema(plainTool(item), bySchema, item);
 }
 
 const corpus = (JSON.parse(readFileSync(new URL('../../bench/tool-corpus.json', import.meta.url), 'utf8')) as { tools: unknown[] }[]).flatMap((s) => s.tools);
