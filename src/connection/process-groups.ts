@@ -57,20 +57,25 @@ const statBuffer = Buffer.allocUnsafe(4096);
 const SPACE = 0x20;
 const CLOSE_PAREN = 0x29;
 
-/** utime + stime of one process in clock ticks, from /proc (Linux); undefined when gone or not Linux. */
-export function ownCpuTicks(pid: number): number | undefined {
-  if (process.platform !== 'linux') return undefined;
-  let length: number;
+/** Read the start of a /proc file into {@link statBuffer}: the bytes read, or undefined when it cannot be read. */
+function readProc(path: string): number | undefined {
   try {
-    const fd = openSync(`/proc/${pid}/stat`, 'r');
+    const fd = openSync(path, 'r');
     try {
-      length = readSync(fd, statBuffer, 0, statBuffer.length, 0);
+      return readSync(fd, statBuffer, 0, statBuffer.length, 0);
     } finally {
       closeSync(fd);
     }
   } catch {
     return undefined;
   }
+}
+
+/** utime + stime of one process in clock ticks, from /proc (Linux); undefined when gone or not Linux. */
+export function ownCpuTicks(pid: number): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  const length = readProc(`/proc/${pid}/stat`);
+  if (length === undefined) return undefined;
   // `pid (comm) state …`: comm may hold spaces and parentheses, so fields count from the last `)`.
   let at = statBuffer.lastIndexOf(CLOSE_PAREN, length - 1);
   if (at < 0) return undefined;
@@ -91,6 +96,35 @@ export function ownCpuTicks(pid: number): number | undefined {
 }
 
 /**
+ * Add the PIDs a /proc `children` file lists to `out`, parsed in
+ * {@link statBuffer} (a tree's reading repeats every 50 ms while a server
+ * starts); a list longer than the buffer is read whole.
+ */
+function readChildren(path: string, out: number[]): void {
+  const length = readProc(path);
+  if (length === undefined) return; // thread ended meanwhile, or a kernel without the children file
+  if (length === statBuffer.length) {
+    try {
+      for (const child of readFileSync(path, 'utf8').split(' ')) if (child.trim() !== '') out.push(Number(child));
+    } catch {
+      // ended between the two reads
+    }
+    return;
+  }
+  let n = -1;
+  for (let i = 0; i < length; i++) {
+    const c = statBuffer[i]!;
+    if (c >= 0x30 && c <= 0x39) {
+      n = (n < 0 ? 0 : n * 10) + (c - 0x30);
+    } else if (n >= 0) {
+      out.push(n);
+      n = -1;
+    }
+  }
+  if (n >= 0) out.push(n);
+}
+
+/**
  * Direct children of `pid`, from every thread's /proc children list, or only
  * the main thread's (`threads: 'main'`: one read instead of one per thread).
  */
@@ -102,15 +136,7 @@ function childrenOf(pid: number, threads: 'all' | 'main'): number[] {
   } catch {
     return out;
   }
-  for (const tid of tasks) {
-    try {
-      for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ')) {
-        if (child.trim() !== '') out.push(Number(child));
-      }
-    } catch {
-      // thread ended meanwhile, or a kernel without the children file
-    }
-  }
+  for (const tid of tasks) readChildren(`/proc/${pid}/task/${tid}/children`, out);
   return out;
 }
 
