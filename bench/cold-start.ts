@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ServerConfig } from '../machines/types.js';
 import { cpus } from 'node:os';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { cpuTimeMs, machineBusyMs } from './support/proc.js';
 import { mb, ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
 import { loadLibrary, userConfigOptions } from './support/library.js';
@@ -42,6 +43,8 @@ interface ColdSample {
   rss: number;
   /** Peak RSS of this process (resourceUsage().maxRSS). */
   maxRss: number;
+  /** V8's young generation (committed) right after every tool was listed: most of the RSS's spread between runs. */
+  youngGen: number;
   heapUsed: number;
   tools: number;
   /** CPU time the servers had used when every tool was listed (their start-up and answers). */
@@ -50,6 +53,16 @@ interface ColdSample {
   managerCpuMs: number;
   /** CPU time the whole machine was busy over `ms` (all cores, the kernel's share included). */
   machineBusyMs: number;
+}
+
+/**
+ * The committed size of V8's new space. V8 grows it early in a start and
+ * shrinks it again only at a collection that finds the allocation rate low,
+ * so a run ends with it large or small, ~8 MB of RSS apart, whichever host
+ * it is (docs/performance.md, "Why the manager's RSS at N=50 is bimodal").
+ */
+function youngGeneration(): number {
+  return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
 }
 
 async function rawWorker(p: ColdParams): Promise<ColdSample> {
@@ -77,6 +90,7 @@ async function rawWorker(p: ColdParams): Promise<ColdSample> {
       importMs: t0 - tImport,
       rss: mem.rss,
       maxRss: process.resourceUsage().maxRSS * 1024,
+      youngGen: youngGeneration(),
       heapUsed: mem.heapUsed,
       tools: counts.reduce((a, b) => a + b, 0),
       serversCpuMs: conns.reduce((sum, c) => sum + (c.pid === undefined ? 0 : cpuTimeMs(c.pid)), 0),
@@ -125,6 +139,7 @@ async function controllerWorker(p: ColdParams & { variant: { side: 'controller';
       importMs: t0 - tImport,
       rss: mem.rss,
       maxRss: process.resourceUsage().maxRSS * 1024,
+      youngGen: youngGeneration(),
       heapUsed: mem.heapUsed,
       tools,
       serversCpuMs,
@@ -184,7 +199,7 @@ export async function coldStart(ctx: BenchContext, opts: ColdStartOptions): Prom
         });
         if (s.tools !== n * TOOLS_PER_SERVER) throw new Error(`${label(v)} listed ${s.tools} tools, expected ${n * TOOLS_PER_SERVER}`);
         samples.get(v)!.push(s);
-        ctx.log(`  cold ${kind} N=${n} ${label(v)} run ${run + 1}: ${ms(s.ms)}, rss ${mb(s.rss)}`);
+        ctx.log(`  cold ${kind} N=${n} ${label(v)} run ${run + 1}: ${ms(s.ms)}, rss ${mb(s.rss)} (young generation ${mb(s.youngGen)})`);
       }
     }
 
@@ -262,6 +277,14 @@ export async function coldStart(ctx: BenchContext, opts: ColdStartOptions): Prom
       target: '≤ 1.15 × raw',
       pass: rr <= 1.15,
     });
+    const youngGens = (v: Variant): string => samples.get(v)!.map((s) => Math.round(s.youngGen / 1048576)).join(' ');
+    rows.push({
+      section,
+      figure: `  N=${n}, V8's young generation at the end of each run, MB`,
+      ours: youngGens(dflt),
+      baseline: youngGens(raw),
+      target: '(info)',
+    });
 
     details[`N=${n}`] = Object.fromEntries(
       variants.map((v) => {
@@ -274,6 +297,7 @@ export async function coldStart(ctx: BenchContext, opts: ColdStartOptions): Prom
             importMs: summarise(ss.map((s) => s.importMs)),
             rssMB: summarise(ss.map((s) => s.rss / 1048576)),
             maxRssMB: summarise(ss.map((s) => s.maxRss / 1048576)),
+            youngGenMB: ss.map((s) => s.youngGen / 1048576),
             heapUsedMB: summarise(ss.map((s) => s.heapUsed / 1048576)),
             serversCpuMs: summarise(ss.map((s) => s.serversCpuMs)),
             managerCpuMs: summarise(ss.map((s) => s.managerCpuMs)),
