@@ -1,7 +1,7 @@
 /**
  * Reading newline-delimited JSON-RPC from a server's stdout, as the SDK's
- * `ReadBuffer` does, with two costs taken out (docs/performance.md, "Messages
- * read without zod"):
+ * `ReadBuffer` does, with two costs taken out (docs/performance.md, "Two more
+ * allocations cut"):
  * - a message split over many chunks is joined once, when its newline
  *   arrives, not re-copied with every chunk;
  * - a message of a common shape is checked by hand instead of by the SDK's
