@@ -80,12 +80,8 @@ export class MessageLines {
     const last = chunks[i]!;
     const bytes = i === 0 ? last.subarray(0, at) : Buffer.concat([...chunks.slice(0, i), last.subarray(0, at)]);
     const rest = last.subarray(at + 1);
-    // The chunk that held the newline stays (its rest may hold more lines); the ones before it go.
-    if (rest.length > 0) {
-      chunks.splice(0, i + 1, rest);
-    } else {
-      chunks.splice(0, i + 1);
-    }
+    // The chunk that held the newline stays as its rest (more lines, or empty); the ones before it go.
+    chunks.splice(0, i + 1, rest);
     this.searched = 0;
     this.size -= bytes.length + 1;
     const end = bytes.length > 0 && bytes[bytes.length - 1] === CARRIAGE_RETURN ? bytes.length - 1 : bytes.length;

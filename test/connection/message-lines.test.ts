@@ -24,7 +24,7 @@ function readAll(reader: { append(chunk: Buffer): void; readMessage(): unknown }
   for (const chunk of chunks) {
     reader.append(chunk);
     drainMessages(
-      reader as { readMessage(): unknown },
+      reader,
       (m) => out.push(m),
       (err) => out.push({ thrown: err.message }),
     );
