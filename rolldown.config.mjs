@@ -30,12 +30,39 @@ const inlinedInLibrary = new Set(['xstate', 'zod', ...sdk]);
 const inlinedInCli = new Set(['xstate', ...sdk]);
 const shims = new URL('./dist/src/util/sdk-shims.js', import.meta.url).pathname;
 
+/**
+ * The bundle's own zod without its eval-compiled object parsers. zod compiles
+ * a parser per object schema at its first parse, which pays off only for a
+ * schema parsed many times; a start parses each of the SDK's schemas a few
+ * times per server (docs/performance.md, "zod's compiled parsers"). zod's own
+ * switch, `z.config({ jitless: true })`, is process-wide (it lives on
+ * `globalThis`) and would reach a host's zod too: this reaches only the copy
+ * inside the library bundle. A zod whose code no longer matches fails the build.
+ */
+const ZOD_JIT = 'const jit = !core.globalConfig.jitless;';
+function zodWithoutJit() {
+  let patched = false;
+  return {
+    name: 'zod-without-jit',
+    transform(code, id) {
+      if (!/[\\/]node_modules[\\/]zod[\\/]v4[\\/]core[\\/]schemas\.js$/.test(id)) return null;
+      if (!code.includes(ZOD_JIT)) throw new Error(`zod-without-jit: ${id} no longer contains "${ZOD_JIT}"; update the plugin in rolldown.config.mjs`);
+      patched = true;
+      return { code: code.replace(ZOD_JIT, 'const jit = false;'), map: null };
+    },
+    buildEnd(error) {
+      if (!error && !patched) throw new Error("zod-without-jit: zod's core schemas were not in the bundle");
+    },
+  };
+}
+
 /** One self-contained bundle of `input` into `dir`, with the dependencies in `inlined` inside it. */
 function bundle(input, dir, inlined) {
   const external = Object.keys(pkg.dependencies).filter((d) => !inlined.has(d));
   return {
     input,
     platform: 'node',
+    plugins: inlined.has('zod') ? [zodWithoutJit()] : [],
     external: (id) =>
       id.startsWith('node:') || builtinModules.includes(id) || external.some((d) => id === d || id.startsWith(`${d}/`)),
     resolve: {

@@ -4,9 +4,10 @@
  * instances in (`sdkServers`) must still be served by the bundled client: a
  * host process imports the package entry and both SDKs from node_modules,
  * lists and calls a tool of each, the v2 one checked against its outputSchema.
+ * The bundle's zod compiles no parsers, and the host's zod keeps its settings.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -36,7 +37,8 @@ const HOST = `
   try {
     await c.start();
     const out = { states: c.status().map((s) => s.name + ' ' + s.state), tools: c.tools().map((t) => t.name).sort(),
-      add: await c.callTool('mcp__v2__add', { a: 2, b: 3 }), echo: await c.callTool('mcp__v1__echo', { text: 'hi' }) };
+      add: await c.callTool('mcp__v2__add', { a: 2, b: 3 }), echo: await c.callTool('mcp__v1__echo', { text: 'hi' }),
+      hostZodConfig: { ...z.config() } };
     process.stdout.write(JSON.stringify(out));
   } finally { await c.dispose(); }
 `;
@@ -52,5 +54,20 @@ describe('the published entry beside a host’s own SDK', () => {
     expect(out.tools).toEqual(['mcp__v1__echo', 'mcp__v2__add']);
     expect(out.add).toEqual({ content: [{ type: 'text', text: '5' }], structuredContent: { sum: 5 } });
     expect(out.echo).toEqual({ content: [{ type: 'text', text: 'hi' }] });
+    // zod's switch lives on globalThis: the bundle must not have flipped it for the host.
+    expect(out.hostZodConfig.jitless).toBeUndefined();
+  });
+
+  it("carries zod without the generator of its eval-compiled object parsers (the host's zod keeps its own)", () => {
+    const lib = join(repoRoot, 'dist/lib');
+    const bundle = readdirSync(lib)
+      .filter((f) => f.endsWith('.js'))
+      .map((f) => readFileSync(join(lib, f), 'utf8'))
+      .join('\n');
+    // The parsers zod generates start with this line (zod/v4/core/schemas.js).
+    const generated = 'const newResult = {};';
+    expect(bundle).toContain('safeParse');
+    expect(bundle).not.toContain(generated);
+    expect(readFileSync(join(repoRoot, 'node_modules/zod/v4/core/schemas.js'), 'utf8')).toContain(generated);
   });
 });
