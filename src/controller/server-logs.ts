@@ -6,7 +6,8 @@
  * file under the state directory; a file that reaches the cap is rotated to
  * `.1`, so a server never takes more than twice the cap on disk.
  */
-import { mkdir, open, rename, stat, type FileHandle } from 'node:fs/promises';
+import { closeSync, fstatSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { open, stat, type FileHandle } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { appDir, workspaceKey } from '../util/persist.js';
@@ -67,21 +68,28 @@ function logFileName(server: string): string {
  */
 const IDLE_CLOSE_MS = 2_000;
 
-/** One server's file: appends are queued and written in order; the file is rotated at the cap. */
+/**
+ * One server's file: the records of an event-loop turn are appended in one
+ * write, and the file is rotated at the cap. Appends are synchronous: a turn's
+ * records are a few hundred bytes into the page cache of the local state
+ * folder, which costs less than a round trip through the thread pool
+ * (docs/performance.md, "Log appends without the thread pool"); the process
+ * records beside the logs are written the same way.
+ */
 class LogSink {
   private pending: string[] = [];
   private pendingBytes = 0;
   private dropped = 0;
   private size: number | undefined;
-  private flushing: Promise<void> | undefined;
+  private scheduled = false;
   /** The open file, between writes that come close together. */
-  private handle: FileHandle | undefined;
+  private fd: number | undefined;
   private idle: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly file: string,
     private readonly maxBytes: number,
-    private readonly ensureDir: () => Promise<void>,
+    private readonly ensureDir: () => void,
     private readonly onError: (err: unknown) => void,
   ) {}
 
@@ -89,87 +97,90 @@ class LogSink {
     const bytes = Buffer.byteLength(line);
     this.pending.push(line);
     this.pendingBytes += bytes;
-    // A server writing faster than the disk takes it: keep the newest cap's worth.
+    // A server writing more in one turn than the cap: keep the newest cap's worth.
     while (this.pendingBytes > this.maxBytes && this.pending.length > 1) {
       const old = this.pending.shift()!;
       this.pendingBytes -= Buffer.byteLength(old);
       this.dropped++;
     }
-    this.run(() => this.drain());
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.drain());
   }
 
-  /** Resolves once everything appended so far is on disk. */
-  async flush(): Promise<void> {
-    while (this.flushing) await this.flushing;
+  /** Write everything appended so far. */
+  flush(): void {
+    this.drain();
   }
 
   /** Flush, then close the file (the next append opens it again). */
-  async close(): Promise<void> {
-    await this.flush();
+  close(): void {
+    this.drain();
     clearTimeout(this.idle);
     this.idle = undefined;
-    await this.closeHandle();
+    this.closeFile();
   }
 
-  /** Run `job` after the one in progress: appends, the idle close and rotation never overlap. */
-  private run(job: () => Promise<void>): void {
-    this.flushing ??= job().finally(() => {
-      this.flushing = undefined;
-      if (this.pending.length > 0) this.run(() => this.drain());
-    });
-  }
-
-  private async drain(): Promise<void> {
+  private drain(): void {
+    this.scheduled = false;
+    if (this.pending.length === 0) return;
+    const chunk = this.pending.join('');
+    this.pending = [];
+    this.pendingBytes = 0;
     clearTimeout(this.idle);
     try {
-      await this.ensureDir();
-      while (this.pending.length > 0) {
-        const chunk = this.pending.join('');
-        this.pending = [];
-        this.pendingBytes = 0;
-        if (chunk !== '') await this.write(chunk);
-      }
+      this.ensureDir();
+      this.write(chunk);
     } catch (err) {
-      this.pending = [];
-      this.pendingBytes = 0;
-      await this.closeHandle();
+      this.closeFile();
       this.onError(err);
+      return;
     }
-    if (this.handle) {
-      this.idle = setTimeout(() => this.run(() => this.closeHandle()), IDLE_CLOSE_MS);
-      this.idle.unref();
+    this.idle = setTimeout(() => this.closeFile(), IDLE_CLOSE_MS);
+    this.idle.unref();
+  }
+
+  private closeFile(): void {
+    const fd = this.fd;
+    this.fd = undefined;
+    if (fd === undefined) return;
+    try {
+      closeSync(fd);
+    } catch {
+      // already closed: nothing to release
     }
   }
 
-  private async closeHandle(): Promise<void> {
-    const handle = this.handle;
-    this.handle = undefined;
-    await handle?.close().catch(() => undefined);
-  }
-
-  private async write(chunk: string): Promise<void> {
-    this.size ??= await stat(this.file).then(
-      (s) => s.size,
-      () => 0,
-    );
+  private write(chunk: string): void {
     let bytes = Buffer.byteLength(chunk);
-    if (this.size + bytes > this.maxBytes && this.size > 0) {
-      await this.closeHandle();
-      await rename(this.file, `${this.file}.1`);
-      this.size = 0;
+    if (this.fd === undefined) {
+      this.fd = openSync(this.file, 'a', 0o600);
+      this.size ??= fstatSync(this.fd).size;
     }
+    this.size ??= 0;
+    if (this.size + bytes > this.maxBytes && this.size > 0) {
+      this.closeFile();
+      renameSync(this.file, `${this.file}.1`);
+      this.size = 0;
+      this.fd = openSync(this.file, 'a', 0o600);
+    }
+    let data: string | Buffer = chunk;
     if (bytes > this.maxBytes) {
       // Keep whole records from the end.
       const tail = Buffer.from(chunk).subarray(bytes - this.maxBytes).toString('utf8');
-      chunk = tail.slice(tail.indexOf('\n') + 1);
-      bytes = Buffer.byteLength(chunk);
+      data = tail.slice(tail.indexOf('\n') + 1);
+      bytes = Buffer.byteLength(data);
     }
-    this.handle ??= await open(this.file, 'a', 0o600);
-    await this.handle.write(chunk);
+    let written = writeSync(this.fd, data);
+    if (written < bytes) {
+      // A short write (a full disk fails with the next one): the rest, from where it stopped.
+      const rest = Buffer.from(data);
+      while (written < bytes) written += writeSync(this.fd, rest, written);
+    }
     this.size += bytes;
   }
 
-  /** How many records were dropped since the last call (the writer was behind). */
+  /** How many records were dropped since the last call (more than the cap came in one turn). */
   takeDropped(): number {
     const n = this.dropped;
     this.dropped = 0;
@@ -191,7 +202,7 @@ export class ServerLogWriter {
   /** Undecoded bytes and the unfinished line of each server's stderr. */
   private readonly partial = new Map<string, { decoder: StringDecoder; line: string }>();
   private readonly maxBytes: number;
-  private dirReady: Promise<void> | undefined;
+  private dirReady = false;
   private errorReported = false;
 
   constructor(
@@ -214,9 +225,13 @@ export class ServerLogWriter {
       sink = new LogSink(
         this.prefix + logFileName(server),
         this.maxBytes,
-        () => (this.dirReady ??= mkdir(this.dir, { recursive: true, mode: 0o700 }).then(() => undefined)),
+        () => {
+          if (this.dirReady) return;
+          mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+          this.dirReady = true;
+        },
         (err) => {
-          this.dirReady = undefined;
+          this.dirReady = false;
           // Once per writer: a full disk would otherwise report every line.
           if (!this.errorReported) this.options.onError?.(err);
           this.errorReported = true;
@@ -231,7 +246,7 @@ export class ServerLogWriter {
     const sink = this.sink(r.server);
     const dropped = sink.takeDropped();
     const time = new Date().toISOString();
-    if (dropped > 0) sink.append(`${JSON.stringify({ time, server: r.server, source: 'supervisor', level: 'warning', text: `${dropped} log lines dropped: the server wrote faster than its log could be written` })}\n`);
+    if (dropped > 0) sink.append(`${JSON.stringify({ time, server: r.server, source: 'supervisor', level: 'warning', text: `${dropped} log lines dropped: the server wrote more than the log's cap (${this.maxBytes} bytes) at once` })}\n`);
     sink.append(`${JSON.stringify({ time, ...r })}\n`);
   }
 
@@ -272,13 +287,13 @@ export class ServerLogWriter {
   /** Resolves once everything recorded so far is written. */
   async flush(): Promise<void> {
     for (const server of [...this.partial.keys()]) this.endStderr(server);
-    await Promise.all([...this.sinks.values()].map((s) => s.flush()));
+    for (const sink of this.sinks.values()) sink.flush();
   }
 
   /** {@link flush}, then close every open log file (a later record opens its file again). */
   async close(): Promise<void> {
     await this.flush();
-    await Promise.all([...this.sinks.values()].map((s) => s.close()));
+    for (const sink of this.sinks.values()) sink.close();
   }
 }
 

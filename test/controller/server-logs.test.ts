@@ -3,7 +3,7 @@
  * supervisor's lines land in one capped, 0600 file per server, readable with
  * `controller.logs()` and `mcp-reconciler logs` (followed with -f).
  */
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -150,6 +150,51 @@ describe('server logs', () => {
       expect(held()).toBe(0);
       const texts = readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as LogRecord).text);
       expect(texts).toEqual(['one', 'two', 'three']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a log folder that cannot be made is reported once; recording goes on without throwing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'logs-'));
+    try {
+      // A file where the folder should be.
+      writeFileSync(join(dir, 'taken'), '');
+      const errors: unknown[] = [];
+      const w = new ServerLogWriter(join(dir, 'taken', 'logs'), { onError: (err) => errors.push(err) });
+      for (let i = 0; i < 3; i++) {
+        w.supervisor('s', `line ${i}`);
+        w.stderr('s', Buffer.from(`stderr ${i}\n`));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await w.close();
+      expect(errors).toHaveLength(1);
+      expect((errors[0] as NodeJS.ErrnoException).code).toBe('ENOTDIR');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('rotates at the cap across many turns: both files within it, whole records only, the newest last', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'logs-'));
+    try {
+      const cap = 4096;
+      const w = new ServerLogWriter(dir, { maxBytes: cap });
+      for (let i = 0; i < 200; i++) {
+        w.supervisor('s', `record ${i} ${'x'.repeat(i % 50)}`);
+        if (i % 7 === 0) await new Promise((resolve) => setImmediate(resolve));
+      }
+      await w.close();
+      const file = logFile(dir, 's');
+      const current = readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as LogRecord).text);
+      const older = readFileSync(`${file}.1`, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as LogRecord).text);
+      expect(statSync(file).size).toBeLessThanOrEqual(cap);
+      expect(statSync(`${file}.1`).size).toBeLessThanOrEqual(cap);
+      expect(current.at(-1)).toBe(`record 199 ${'x'.repeat(199 % 50)}`);
+      // No gap between the rotated file and the current one.
+      const index = (t: string): number => Number(t.split(' ')[1]);
+      expect(index(current[0]!)).toBe(index(older.at(-1)!) + 1);
+      expect(current.map(index)).toEqual(current.map((_, k) => index(current[0]!) + k));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
