@@ -119,12 +119,13 @@ function keysWithin(value: Json, allowed: readonly string[]): boolean {
 const REQUEST_KEYS = ['jsonrpc', 'id', 'method', 'params'] as const;
 const NOTIFICATION_KEYS = ['jsonrpc', 'method', 'params'] as const;
 const RESULT_KEYS = ['jsonrpc', 'id', 'result'] as const;
+const ERROR_KEYS = ['jsonrpc', 'id', 'error'] as const;
 
 /**
  * `value` as the SDK's `JSONRPCMessageSchema` would return it, when it is a
- * request, a notification or a result response of the plain shape (no
- * `_meta` in its params or result, no unknown envelope keys); undefined
- * otherwise, for the schema to decide. Exported for its tests.
+ * request, a notification, a result response or an error response of the
+ * plain shape (no `_meta` in its params or result, no unknown envelope keys);
+ * undefined otherwise, for the schema to decide. Exported for its tests.
  */
 export function plainMessage(value: unknown): JSONRPCMessage | undefined {
   if (!isObject(value) || value.jsonrpc !== '2.0') return undefined;
@@ -133,6 +134,7 @@ export function plainMessage(value: unknown): JSONRPCMessage | undefined {
     if (!isRequestId(value.id) || !isPlainLoose(value.result) || !keysWithin(value, RESULT_KEYS)) return undefined;
     return { jsonrpc: '2.0', id: value.id, result: value.result };
   }
+  if ('error' in value) return plainError(value);
   if (typeof value.method !== 'string') return undefined;
   let params: Json | undefined;
   if ('params' in value) {
@@ -145,4 +147,20 @@ export function plainMessage(value: unknown): JSONRPCMessage | undefined {
   }
   if (!keysWithin(value, NOTIFICATION_KEYS)) return undefined;
   return params === undefined ? { jsonrpc: '2.0', method: value.method } : { jsonrpc: '2.0', method: value.method, params };
+}
+
+/**
+ * An error response as the schema returns it: a strict envelope whose `id`
+ * may be missing (an answer to a request the server could not read), and an
+ * error object of which the schema keeps `code`, `message` and `data` only,
+ * in that order. A server's "method not found" for the `server/discover`
+ * probe is one of these (docs/performance.md, "The probe's answer without zod").
+ */
+function plainError(value: Json): JSONRPCMessage | undefined {
+  const error = value.error;
+  if (!isObject(error) || !Number.isSafeInteger(error.code) || typeof error.message !== 'string' || !keysWithin(value, ERROR_KEYS)) return undefined;
+  if ('id' in value && !isRequestId(value.id)) return undefined;
+  const code = error.code as number;
+  const e = 'data' in error ? { code, message: error.message, data: error.data } : { code, message: error.message };
+  return 'id' in value ? { jsonrpc: '2.0', id: value.id as string | number, error: e } : ({ jsonrpc: '2.0', error: e } as JSONRPCMessage);
 }

@@ -52,6 +52,12 @@ describe('plainMessage', () => {
       { jsonrpc: '2.0', method: 'notifications/tools/list_changed' },
       { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 0.5 } },
       { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: { nested: { _meta: 1 } } } },
+      // What a 2025-era server answers the `server/discover` probe.
+      { jsonrpc: '2.0', id: 1, error: { code: -32601, message: 'Method not found' } },
+      JSON.parse('{"error":{"data":{"why":[1]},"message":"bad","code":-32602},"id":"q","jsonrpc":"2.0"}'),
+      // No id (a request the server could not read); members of the error the schema drops.
+      { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error', extra: true } },
+      JSON.parse('{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"m","__proto__":{"x":1}}}'),
     ];
     for (const value of accepted) expect(expectAgreement(value), JSON.stringify(value)).toBe(true);
   });
@@ -62,7 +68,16 @@ describe('plainMessage', () => {
       [],
       'x',
       { jsonrpc: '1.0', id: 1, result: {} },
-      { jsonrpc: '2.0', id: 1, error: { code: -32601, message: 'Method not found' } },
+      { jsonrpc: '2.0', id: 1, error: { code: 1.5, message: 'm' } },
+      { jsonrpc: '2.0', id: 1, error: { code: 2 ** 60, message: 'm' } },
+      { jsonrpc: '2.0', id: 1, error: { code: -1 } },
+      { jsonrpc: '2.0', id: 1, error: { code: -1, message: 5 } },
+      { jsonrpc: '2.0', id: 1, error: null },
+      { jsonrpc: '2.0', id: 1, error: [] },
+      { jsonrpc: '2.0', id: null, error: { code: -1, message: 'm' } },
+      { jsonrpc: '2.0', id: 1, error: { code: -1, message: 'm' }, result: {} },
+      { jsonrpc: '2.0', id: 1, error: { code: -1, message: 'm' }, method: 'm' },
+      { jsonrpc: '2.0', id: 1, error: { code: -1, message: 'm' }, extra: 1 },
       { jsonrpc: '2.0', id: 1, result: { _meta: { 'io.modelcontextprotocol/serverInfo': 5 } } }, // the schema drops a bad serverInfo
       { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x', _meta: { progressToken: 1 } } },
       { jsonrpc: '2.0', id: 1, result: {}, extra: true },
@@ -109,7 +124,13 @@ describe('plainMessage', () => {
         if (key === 'method' && (kind === 0 || kind === 1 ? rnd(8) > 0 : rnd(8) === 0)) m.method = maybe(() => 'tools/list');
         if (key === 'params' && rnd(2)) m.params = maybe(() => (rnd(3) ? { cursor: 'c' } : { _meta: value(1) }));
         if (key === 'result' && (kind === 2 ? rnd(8) > 0 : rnd(10) === 0)) m.result = maybe(() => (rnd(3) ? { tools: [] } : { _meta: value(1), x: 1 }));
-        if (key === 'error' && (kind === 3 ? rnd(4) > 0 : rnd(12) === 0)) m.error = maybe(() => ({ code: -1, message: 'm' }));
+        if (key === 'error' && (kind === 3 ? rnd(4) > 0 : rnd(12) === 0))
+          m.error = maybe(() => {
+            const e: Record<string, unknown> = { code: rnd(4) ? -32601 : atoms[rnd(atoms.length)], message: rnd(6) ? 'm' : value(1) };
+            if (rnd(3) === 0) e.data = value(1);
+            if (rnd(5) === 0) e.extra = value(1);
+            return e;
+          });
         if (key === 'extra' && rnd(12) === 0) m.extra = value(1);
       }
       if (expectAgreement(JSON.parse(JSON.stringify(m)))) accepted++;
