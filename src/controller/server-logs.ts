@@ -164,7 +164,7 @@ class LogSink {
       this.size = 0;
       this.fd = openSync(this.file, 'a', 0o600);
     }
-    let data: string | Buffer = chunk;
+    let data = chunk;
     if (bytes > this.maxBytes) {
       // Keep whole records from the end.
       const tail = Buffer.from(chunk).subarray(bytes - this.maxBytes).toString('utf8');
