@@ -3,7 +3,7 @@
  * supervisor's lines land in one capped, 0600 file per server, readable with
  * `controller.logs()` and `mcp-reconciler logs` (followed with -f).
  */
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -155,6 +155,23 @@ describe('server logs', () => {
     }
   });
 
+  it('records reach the file on their own after the turn that made them, together in one write', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'logs-'));
+    try {
+      const w = new ServerLogWriter(dir);
+      const file = logFile(dir, 's');
+      w.supervisor('s', 'one');
+      w.stderr('s', Buffer.from('two\nthree\n'));
+      // Written after this turn, never while the caller is still recording.
+      expect(existsSync(file)).toBe(false);
+      await waitFor(() => existsSync(file) && readFileSync(file, 'utf8').split('\n').length > 3, 'the records to be written', 10_000);
+      expect(readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as LogRecord).text)).toEqual(['one', 'two', 'three']);
+      await w.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a log folder that cannot be made is reported once; recording goes on without throwing', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'logs-'));
     try {
@@ -175,14 +192,14 @@ describe('server logs', () => {
     }
   });
 
-  it('rotates at the cap across many turns: both files within it, whole records only, the newest last', async () => {
+  it('rotates at the cap across many writes: both files within it, whole records only, the newest last', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'logs-'));
     try {
       const cap = 4096;
       const w = new ServerLogWriter(dir, { maxBytes: cap });
       for (let i = 0; i < 200; i++) {
         w.supervisor('s', `record ${i} ${'x'.repeat(i % 50)}`);
-        if (i % 7 === 0) await new Promise((resolve) => setImmediate(resolve));
+        if (i % 7 === 0) await w.flush();
       }
       await w.close();
       const file = logFile(dir, 's');
