@@ -159,8 +159,8 @@ export function plainMessage(value: unknown): JSONRPCMessage | undefined {
 function plainError(value: Json): JSONRPCMessage | undefined {
   const error = value.error;
   if (!isObject(error) || !Number.isSafeInteger(error.code) || typeof error.message !== 'string' || !keysWithin(value, ERROR_KEYS)) return undefined;
-  if ('id' in value && !isRequestId(value.id)) return undefined;
   const code = error.code as number;
   const e = 'data' in error ? { code, message: error.message, data: error.data } : { code, message: error.message };
-  return 'id' in value ? { jsonrpc: '2.0', id: value.id as string | number, error: e } : ({ jsonrpc: '2.0', error: e } as JSONRPCMessage);
+  if (!('id' in value)) return { jsonrpc: '2.0', error: e };
+  return isRequestId(value.id) ? { jsonrpc: '2.0', id: value.id, error: e } : undefined;
 }
