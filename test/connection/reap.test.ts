@@ -91,7 +91,9 @@ describe.runIf(isUnix)('reaping the orphans of a SIGKILLed host', () => {
     const watchdogs = descendantsOf(host.pid!).filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0')[0] === WATCHDOG_NAME);
     expect(watchdogs).toHaveLength(1);
     pids.push(...watchdogs);
-    // The host first: a host that outlived its watchdog would start a new one.
+    // The watchdog is frozen first, so it cannot act on the host's death in between; the host
+    // dies before the watchdog does (a host that outlived its watchdog would start a new one).
+    for (const p of watchdogs) process.kill(p, 'SIGSTOP');
     host.kill('SIGKILL');
     for (const p of watchdogs) process.kill(p, 'SIGKILL');
     await waitFor(() => host.exitCode !== null || host.signalCode !== null, 'the host to die');
