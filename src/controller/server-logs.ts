@@ -105,23 +105,19 @@ class LogSink {
     }
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => this.drain());
-  }
-
-  /** Write everything appended so far. */
-  flush(): void {
-    this.drain();
+    setImmediate(() => this.flush());
   }
 
   /** Flush, then close the file (the next append opens it again). */
   close(): void {
-    this.drain();
+    this.flush();
     clearTimeout(this.idle);
     this.idle = undefined;
     this.closeFile();
   }
 
-  private drain(): void {
+  /** Write everything appended so far. */
+  flush(): void {
     this.scheduled = false;
     if (this.pending.length === 0) return;
     const chunk = this.pending.join('');
@@ -153,11 +149,8 @@ class LogSink {
 
   private write(chunk: string): void {
     let bytes = Buffer.byteLength(chunk);
-    if (this.fd === undefined) {
-      this.fd = openSync(this.file, 'a', 0o600);
-      this.size ??= fstatSync(this.fd).size;
-    }
-    this.size ??= 0;
+    this.fd ??= openSync(this.file, 'a', 0o600);
+    this.size ??= fstatSync(this.fd).size;
     if (this.size + bytes > this.maxBytes && this.size > 0) {
       this.closeFile();
       renameSync(this.file, `${this.file}.1`);
