@@ -21,8 +21,12 @@ import { runAsWorker } from './support/worker.js';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 
-/** A variant: the raw baseline, or the controller with a connect concurrency (undefined = its default). */
-type Variant = { side: 'raw' } | { side: 'controller'; concurrency?: number };
+/**
+ * A variant: the raw baseline, or the controller with a connect concurrency
+ * (undefined = its default), of this build or of another one (`library`, its
+ * entry file, measured beside this build: `--compare`).
+ */
+type Variant = { side: 'raw' } | { side: 'controller'; concurrency?: number; library?: string };
 
 interface ColdParams {
   variant: Variant;
@@ -102,9 +106,9 @@ async function rawWorker(p: ColdParams): Promise<ColdSample> {
   }
 }
 
-async function controllerWorker(p: ColdParams & { variant: { side: 'controller'; concurrency?: number } }): Promise<ColdSample> {
+async function controllerWorker(p: ColdParams & { variant: { side: 'controller'; concurrency?: number; library?: string } }): Promise<ColdSample> {
   const tImport = performance.now();
-  const { createMcpController } = await loadLibrary();
+  const { createMcpController } = await loadLibrary(p.variant.library);
   const cpu0 = process.cpuUsage();
   const busy0 = machineBusyMs();
   const t0 = performance.now();
@@ -165,10 +169,13 @@ export interface ColdStartOptions {
   sweep: number[];
   /** Which fixture the servers run (default `basic`); `light` starts in ~0.1 s of CPU. */
   fixture?: FixtureKind;
+  /** Another build's library entry, started beside this one at every size, interleaved (info rows). */
+  compare?: string;
 }
 
 function label(v: Variant): string {
   if (v.side === 'raw') return 'raw SDK';
+  if (v.library !== undefined) return `controller of ${v.library}`;
   return v.concurrency === undefined ? 'controller (default concurrency)' : `controller c=${v.concurrency}`;
 }
 
@@ -185,7 +192,8 @@ export async function coldStart(ctx: BenchContext, opts: ColdStartOptions): Prom
     writeConfig(configPath, initialVersions(n), kind);
     const raw: Variant = { side: 'raw' };
     const dflt: Variant = { side: 'controller' };
-    const variants: Variant[] = [raw, dflt];
+    const other: Variant | undefined = opts.compare === undefined ? undefined : { side: 'controller', library: opts.compare };
+    const variants: Variant[] = [raw, dflt, ...(other ? [other] : [])];
     if (n === largest) for (const c of opts.sweep) variants.push({ side: 'controller', concurrency: c });
 
     const samples = new Map<Variant, ColdSample[]>(variants.map((v) => [v, []]));
@@ -219,7 +227,19 @@ export async function coldStart(ctx: BenchContext, opts: ColdStartOptions): Prom
       target: target === undefined ? '(info)' : `≤ ${target.toFixed(2)} × raw`,
       ...(target === undefined ? {} : { pass: r <= target }),
     });
-    const swept = variants.slice(2);
+    if (other) {
+      // The same start, the same raw host, the runs interleaved: whether a change of build moved it.
+      const otherMs = med(other, (s) => s.ms);
+      rows.push({
+        section,
+        figure: `  N=${n}, the build compared (${opts.compare}), host CPU ${ms(med(other, (s) => s.managerCpuMs))}, RSS ${mb(med(other, (s) => s.rss))}`,
+        ours: ms(otherMs),
+        baseline: ms(rawMs),
+        ratio: ratio(otherMs, rawMs),
+        target: '(compare)',
+      });
+    }
+    const swept = variants.slice(other ? 3 : 2);
     if (swept.length > 0) {
       const all = [dflt, ...swept].map((v) => ({ v, ms: med(v, (s) => s.ms) }));
       const fastest = all.reduce((a, b) => (b.ms < a.ms ? b : a));

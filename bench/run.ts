@@ -15,11 +15,15 @@
  *   --fast-crash                        healthyMs 1000 instead of waiting 30 s for a healthy run
  *   --cpu-prof cold|reload|decision|crash|gateway   write V8 CPU profiles of that measurement's workers to
  *                                       $TMPDIR/mcp-reconciler-bench-profiles/ (open them in Chrome DevTools)
+ *   --compare OTHER/dist/lib/index.js   the cold start of another build too, its runs interleaved with this
+ *                                       build's and the raw host's ("(compare)" rows)
+ * MCP_RECONCILER_BENCH_LIBRARY=OTHER/dist/lib/index.js in the environment makes every measurement's
+ * controller side that build (the raw side stays this checkout's).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { coldStart } from './cold-start.js';
@@ -45,6 +49,8 @@ function parse(): {
   sizes: number[] | undefined;
   fastCrash: boolean;
   profile: Set<string>;
+  /** Another build's library entry to start beside this one in the cold start (`--compare PATH`). */
+  compare?: string;
 } {
   const { values } = parseArgs({
     options: {
@@ -56,6 +62,7 @@ function parse(): {
       sizes: { type: 'string' },
       'fast-crash': { type: 'boolean', default: false },
       'cpu-prof': { type: 'string' },
+      compare: { type: 'string' },
     },
   });
   const list = (s: string | undefined): string[] => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []);
@@ -76,6 +83,7 @@ function parse(): {
     sizes: values.sizes ? list(values.sizes).map(Number) : undefined,
     fastCrash: values['fast-crash'] ?? false,
     profile: new Set(list(values['cpu-prof'])),
+    ...(values.compare ? { compare: resolve(values.compare) } : {}),
   };
 }
 
@@ -160,11 +168,12 @@ async function main(): Promise<void> {
     }
     if (opts.only.has('cold')) {
       ctx.log('1. cold start');
-      record('coldStart', await coldStart(ctx, { sizes: opts.sizes ?? (opts.quick ? [1, 10] : [1, 10, 50]), sweep: opts.sweep }));
+      const compare = opts.compare === undefined ? {} : { compare: opts.compare };
+      record('coldStart', await coldStart(ctx, { sizes: opts.sizes ?? (opts.quick ? [1, 10] : [1, 10, 50]), sweep: opts.sweep, ...compare }));
       ctx.log('1. cold start, light servers');
       record(
         'coldStartLight',
-        await coldStart(ctx, { sizes: (opts.sizes ?? (opts.quick ? [10] : [10, 50])).filter((n) => n > 1), sweep: [], fixture: 'light' }),
+        await coldStart(ctx, { sizes: (opts.sizes ?? (opts.quick ? [10] : [10, 50])).filter((n) => n > 1), sweep: [], fixture: 'light', ...compare }),
       );
     }
     if (opts.only.has('reload')) {
@@ -204,6 +213,8 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version, platform: process.platform },
     runsPerFigure: opts.runs,
+    /** The build the controller side loaded, when not this one (`MCP_RECONCILER_BENCH_LIBRARY`). */
+    ...(process.env.MCP_RECONCILER_BENCH_LIBRARY ? { library: process.env.MCP_RECONCILER_BENCH_LIBRARY } : {}),
     loadAverage: { before: loadBefore, after: loadavg() },
     quick: opts.quick,
     totalSeconds: totalS,
@@ -217,6 +228,7 @@ async function main(): Promise<void> {
   };
   writeFileSync(join(BENCH_DIR, 'results.json'), `${JSON.stringify(out, null, 2)}\n`);
   process.stdout.write(`\n${table(rows)}\n\n`);
+  if (process.env.MCP_RECONCILER_BENCH_LIBRARY) process.stdout.write(`controller side: ${process.env.MCP_RECONCILER_BENCH_LIBRARY}\n`);
   if (opts.profile.size > 0) process.stdout.write(`CPU profiles: ${profileDir}\n`);
   const missed = rows.filter((r) => r.pass === false).length;
   const met = rows.filter((r) => r.pass === true).length;

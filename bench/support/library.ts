@@ -8,11 +8,20 @@ import { join } from 'node:path';
  */
 type Library = typeof import('../../src/index.js');
 
-const ENTRY = 'mcp-reconciler';
+/**
+ * `MCP_RECONCILER_BENCH_LIBRARY` points the controller side at another
+ * build's entry (its `dist/lib/index.js`), so two builds can be measured
+ * against the same raw host in one run (docs/performance.md).
+ */
+const ENTRY = process.env.MCP_RECONCILER_BENCH_LIBRARY ?? 'mcp-reconciler';
 
-/** Import the published entry point. */
-export async function loadLibrary(): Promise<Library> {
-  return (await import(ENTRY)) as Library;
+/**
+ * Import the published entry point (or the build `MCP_RECONCILER_BENCH_LIBRARY`
+ * names), or `entry` when given: another build's `dist/lib/index.js` that a
+ * measurement runs beside this one (`--compare`).
+ */
+export async function loadLibrary(entry: string = ENTRY): Promise<Library> {
+  return (await import(entry)) as Library;
 }
 
 /**
