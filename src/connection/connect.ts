@@ -98,9 +98,9 @@ export interface ConnectOptions {
   /**
    * Start-phase hooks, for a connect limiter that holds a slot only while a
    * server starts: `spawned` once a stdio child runs, `initialized` once the
-   * server answered `initialize`.
+   * server answered `initialize` (or `server/discover`), with the era found.
    */
-  startPhase?: { spawned?(pid: number): void; initialized?(): void };
+  startPhase?: { spawned?(pid: number): void; initialized?(protocol: ProtocolVerdict): void };
   /** Elicitation, sampling and roots offered to the server (docs/oauth.md); none declared when absent. */
   clientFeatures?: ClientFeatures;
   /** Wraps the HTTP fetch of http/sse transports: the OAuth layer (src/auth/manager.ts). */
@@ -479,7 +479,7 @@ class Connection implements LiveConnection {
     const modern = this.client.getProtocolEra() === 'modern';
     const discover = this.client.getDiscoverResult();
     this.protocol = modern && discover ? { era: 'modern', discover: JSON.parse(JSON.stringify(discover)) as Record<string, unknown> } : { era: 'legacy' };
-    this.opts.startPhase?.initialized?.();
+    this.opts.startPhase?.initialized?.(this.protocol);
     // Before the listings, so what the server logs while listing is already filtered.
     if (this.logLevel !== undefined && !modern) await race(this.sendLogLevel(this.logLevel, { signal, timeout }));
     // The change stream opens before the listings, so no change between the two is missed.

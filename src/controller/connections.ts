@@ -9,7 +9,7 @@ import {
   type SubscriptionsEvent,
 } from '../../machines/server.machine.js';
 import type { DesiredServer, LogLevel } from '../../machines/types.js';
-import type { CachedListing } from '../cache/listing-cache.js';
+import type { CachedListing, ProtocolVerdict } from '../cache/listing-cache.js';
 import type { ServerLogWriter } from './server-logs.js';
 import { openConnection, type ConnectionEvent, type ConnectOptions, type LiveConnection } from '../connection/connect.js';
 import { ownCpuTicks, processTreeCpuTicks } from '../connection/process-groups.js';
@@ -225,6 +225,16 @@ export class Connections {
       : undefined;
     // Time spent queued is not the server's: its start bound and readiness count from here.
     this.markStarted(name, generation);
+    // The era is learnt as soon as the server answers, before the slot goes back: the servers of
+    // the same program the limiter admits next open without a probe (docs/protocol.md, "The era cache").
+    const choice = entry.config.protocol ?? settings.protocol ?? 'auto';
+    const startPhase = {
+      ...(hold ? { spawned: (pid: number) => hold.spawned(pid) } : {}),
+      initialized: (verdict: ProtocolVerdict) => {
+        this.eras.remember(entry, choice, verdict);
+        hold?.initialized();
+      },
+    };
     const logLevel = this.settings.logLevel?.(name, entry);
     let conn: LiveConnection;
     try {
@@ -244,7 +254,7 @@ export class Connections {
         startTimeoutMs: entry.config.startTimeoutMs ?? settings.startTimeoutMs,
         clientInfo: { name: 'mcp-reconciler', version: '0.1.0' },
         onEvent: (e) => this.onConnectionEvent(name, token, e),
-        ...(hold ? { startPhase: hold } : {}),
+        startPhase,
         clientFeatures: ws.clientFeatures(),
         ...((wrap) => (wrap ? { wrapFetch: wrap } : {}))(this.auth.fetchFor(name, entry)),
         ...((log) => (log ? { onStderr: (chunk: Buffer) => log.stderr(name, chunk), onLogMessage: (m: Parameters<ServerLogWriter['message']>[1]) => log.message(name, m) } : {}))(ws.serverLog),
@@ -253,8 +263,6 @@ export class Connections {
     } finally {
       hold?.release();
     }
-    // Whatever becomes of this generation, the era it found holds for the next one.
-    this.eras.remember(entry, entry.config.protocol ?? settings.protocol ?? 'auto', conn.protocol);
     if (signal.aborted || ws.disposing) {
       await conn.close();
       throw new McpReconcilerError(ErrorCode.ConnectFailed, `connect of "${name}" was cancelled`);

@@ -55,6 +55,25 @@ describe('a remembered era', () => {
   });
 });
 
+describe('the era found, as the server answers', () => {
+  it('reaches the start-phase hook before anything is listed, so a limiter can pass it on as it frees the slot', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mcp-era-hook-'));
+    dirs.push(dir);
+    const methods = join(dir, 'methods.log');
+    const seen: { era: string; received: string[] }[] = [];
+    const received = (): string[] => readFileSync(methods, 'utf8').split('\n').filter(Boolean);
+    const startPhase = { initialized: (verdict: { era: string }) => seen.push({ era: verdict.era, received: received() }) };
+    const conn = await connect(stdioFixture('light-server', { name: 'light-hook', env: { METHODS_FILE: methods } }), { ...options, startPhase });
+    expect(conn.protocol.era).toBe('legacy');
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.era).toBe('legacy');
+    // Probed, answered `initialize`, and not yet asked for its tools.
+    expect(seen[0]!.received.slice(0, 2)).toEqual(['server/discover', 'initialize']);
+    expect(seen[0]!.received).not.toContain('tools/list');
+    expect(received()).toContain('tools/list');
+  });
+});
+
 describe('the listing cache keeps the era', () => {
   it('a restarted controller connects with the cached era: no second probe', async () => {
     const f = await v2Http('serve');
