@@ -106,7 +106,7 @@ async function rawWorker(p: ColdParams): Promise<ColdSample> {
   }
 }
 
-async function controllerWorker(p: ColdParams & { variant: { side: 'controller'; concurrency?: number; library?: string } }): Promise<ColdSample> {
+async function controllerWorker(p: ColdParams & { variant: Extract<Variant, { side: 'controller' }> }): Promise<ColdSample> {
   const tImport = performance.now();
   const { createMcpController } = await loadLibrary(p.variant.library);
   const cpu0 = process.cpuUsage();
@@ -193,8 +193,8 @@ export async function coldStart(ctx: BenchContext, opts: ColdStartOptions): Prom
     const raw: Variant = { side: 'raw' };
     const dflt: Variant = { side: 'controller' };
     const other: Variant | undefined = opts.compare === undefined ? undefined : { side: 'controller', library: opts.compare };
-    const variants: Variant[] = [raw, dflt, ...(other ? [other] : [])];
-    if (n === largest) for (const c of opts.sweep) variants.push({ side: 'controller', concurrency: c });
+    const swept: Variant[] = n === largest ? opts.sweep.map((c) => ({ side: 'controller', concurrency: c })) : [];
+    const variants: Variant[] = [raw, dflt, ...(other ? [other] : []), ...swept];
 
     const samples = new Map<Variant, ColdSample[]>(variants.map((v) => [v, []]));
     for (let run = 0; run < ctx.runs; run++) {
@@ -239,7 +239,6 @@ export async function coldStart(ctx: BenchContext, opts: ColdStartOptions): Prom
         target: '(compare)',
       });
     }
-    const swept = variants.slice(other ? 3 : 2);
     if (swept.length > 0) {
       const all = [dflt, ...swept].map((v) => ({ v, ms: med(v, (s) => s.ms) }));
       const fastest = all.reduce((a, b) => (b.ms < a.ms ? b : a));

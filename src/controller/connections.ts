@@ -229,7 +229,7 @@ export class Connections {
     // the same program the limiter admits next open without a probe (docs/protocol.md, "The era cache").
     const choice = entry.config.protocol ?? settings.protocol ?? 'auto';
     const startPhase = {
-      ...(hold ? { spawned: (pid: number) => hold.spawned(pid) } : {}),
+      ...(hold ? { spawned: hold.spawned } : {}),
       initialized: (verdict: ProtocolVerdict) => {
         this.eras.remember(entry, choice, verdict);
         hold?.initialized();
