@@ -1,7 +1,7 @@
 /**
  * Inspecting and signalling process groups (SPEC §8.2): whether a group still
- * runs (zombies nobody reaps do not count), who a process is (start time and
- * command line, so a recycled PID is never mistaken for ours), and the CPU
+ * runs (zombies nobody reaps do not count), who a process is (its start
+ * time, so a recycled PID is never mistaken for ours), and the CPU
  * time a process tree used. Linux reads /proc; other Unixes ask `ps`.
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
@@ -71,28 +71,45 @@ function readProc(path: string): number | undefined {
   }
 }
 
+/**
+ * Where the fields of the stat line in {@link statBuffer} start, from
+ * `state` (field 3 of stat(5)) on: `fieldAt[k]` is field 3 + k, and
+ * `fieldAt[k + 1] - 1` is where it ends. One pass over the bytes in
+ * JavaScript: a native `indexOf` per field, at every sample of every
+ * starting server, is what V8 then compiles with its optimiser while the
+ * servers need the cores.
+ */
+const fieldAt = new Int32Array(24);
+
+/** Fill {@link fieldAt} for the first `count` fields of a stat line of `length` bytes; false when it has fewer. */
+function splitStat(length: number, count: number): boolean {
+  // `pid (comm) state …`: comm may hold spaces and parentheses, so fields count from the last `)`.
+  let at = length - 1;
+  while (at >= 0 && statBuffer[at] !== CLOSE_PAREN) at--;
+  if (at < 0) return false;
+  at += 2;
+  fieldAt[0] = at;
+  let field = 1;
+  for (let i = at; i < length && field <= count; i++) {
+    if (statBuffer[i] === SPACE) fieldAt[field++] = i + 1;
+  }
+  return field > count;
+}
+
+/** The decimal number in field `k` (from `state`) of the line {@link splitStat} split. */
+function statNumber(k: number): number {
+  let n = 0;
+  for (let i = fieldAt[k]!, end = fieldAt[k + 1]! - 1; i < end; i++) n = n * 10 + (statBuffer[i]! - 0x30);
+  return n;
+}
+
 /** utime + stime of one process in clock ticks, from /proc (Linux); undefined when gone or not Linux. */
 export function ownCpuTicks(pid: number): number | undefined {
   if (process.platform !== 'linux') return undefined;
   const length = readProc(`/proc/${pid}/stat`);
-  if (length === undefined) return undefined;
-  // `pid (comm) state …`: comm may hold spaces and parentheses, so fields count from the last `)`.
-  let at = statBuffer.lastIndexOf(CLOSE_PAREN, length - 1);
-  if (at < 0) return undefined;
-  at += 2;
-  // Fields 14 and 15 of stat(5) (utime, stime) are the 12th and 13th from `state` (field 3).
-  let total = 0;
-  for (let field = 0; field < 13; field++) {
-    const end = statBuffer.indexOf(SPACE, at);
-    if (end < 0 || end > length) return undefined;
-    if (field >= 11) {
-      let n = 0;
-      for (let i = at; i < end; i++) n = n * 10 + (statBuffer[i]! - 0x30);
-      total += n;
-    }
-    at = end + 1;
-  }
-  return total;
+  // Fields 14 and 15 of stat(5) (utime, stime) are the 11th and 12th from `state`.
+  if (length === undefined || !splitStat(length, 13)) return undefined;
+  return statNumber(11) + statNumber(12);
 }
 
 /**
@@ -203,12 +220,16 @@ export function pidRunning(pid: number): boolean {
   return info === undefined ? process.platform !== 'linux' : !isZombie(info.state);
 }
 
-/** Who a process is: its start time (unique per PID across recycling) and command line. */
+/**
+ * Who a process is: its start time, unique per PID across recycling (a PID
+ * is handed out again only after the PID space wrapped, never within the
+ * same clock tick). Not its command line: a launcher may rewrite that
+ * (`npx` shows itself as `npm exec …` once it runs), and the same process
+ * must still be recognised as ours.
+ */
 export interface ProcessIdentity {
   /** Boot id + start time on Linux, `ps` start time elsewhere. */
   start: string;
-  /** argv as the kernel reports it (one element holding the whole line from `ps`). */
-  cmdline: string[];
   /** Process group id, when known. */
   pgrp?: number;
 }
@@ -227,40 +248,49 @@ function linuxBootId(): string {
 }
 
 /**
+ * Fields of /proc/<pid>/stat: `state` (field 3), `pgrp` (5) and `starttime`
+ * (22), or undefined when it cannot be read. Read once per spawn, right
+ * after exec, through the shared buffer.
+ */
+function statIdentity(pid: number): { state: string; pgrp: number; starttime: string } | undefined {
+  const length = readProc(`/proc/${pid}/stat`);
+  // `starttime` is the 19th field from `state`.
+  if (length === undefined || !splitStat(length, 20)) return undefined;
+  return {
+    state: String.fromCharCode(statBuffer[fieldAt[0]!]!),
+    pgrp: statNumber(2),
+    starttime: statBuffer.toString('latin1', fieldAt[19]!, fieldAt[20]! - 1),
+  };
+}
+
+/**
  * The identity of a live process (Linux: /proc; macOS and other Unixes: `ps`),
  * or undefined when it does not exist, is a zombie, or cannot be inspected.
  */
 export function processIdentity(pid: number): ProcessIdentity | undefined {
   if (!Number.isInteger(pid) || pid <= 0) return undefined;
   if (process.platform === 'linux') {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (isZombie(fields[0] ?? '')) return undefined;
-      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      if (cmdline.at(-1) === '') cmdline.pop();
-      // Field 22 of stat(5): start time in clock ticks after boot.
-      return { start: `${linuxBootId()}:${fields[19]}`, cmdline, pgrp: Number(fields[2]) };
-    } catch {
-      return undefined;
-    }
+    const stat = statIdentity(pid);
+    if (!stat || isZombie(stat.state)) return undefined;
+    return { start: `${linuxBootId()}:${stat.starttime}`, pgrp: stat.pgrp };
   }
   if (process.platform === 'win32') return undefined;
   try {
-    const out = execFileSync('ps', ['-ww', '-o', 'pgid=,stat=,lstart=,command=', '-p', String(pid)], {
+    const out = execFileSync('ps', ['-ww', '-o', 'pgid=,stat=,lstart=', '-p', String(pid)], {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'ignore'],
     }).trim();
-    // "<pgid> <stat> <Day Mon dd hh:mm:ss yyyy> <command…>"
-    const m = /^(\d+)\s+(\S+)\s+(\S+\s+\S+\s+\d+\s+[\d:]+\s+\d+)\s+(.*)$/.exec(out);
+    // "<pgid> <stat> <Day Mon dd hh:mm:ss yyyy>"
+    const m = /^(\d+)\s+(\S+)\s+(\S+\s+\S+\s+\d+\s+[\d:]+\s+\d+)$/.exec(out);
     if (!m || m[2]!.startsWith('Z')) return undefined;
-    return { start: m[3]!, cmdline: [m[4]!], pgrp: Number(m[1]) };
+    return { start: m[3]!, pgrp: Number(m[1]) };
   } catch {
     return undefined;
   }
 }
 
-export function sameIdentity(a: ProcessIdentity, b: { start: string; cmdline: readonly string[] }): boolean {
-  return a.start === b.start && a.cmdline.length === b.cmdline.length && a.cmdline.every((arg, i) => arg === b.cmdline[i]);
+/** Whether `a` is the process recorded as `b` (the same start; see {@link ProcessIdentity}). */
+export function sameProcess(a: ProcessIdentity, b: { start: string }): boolean {
+  return a.start === b.start;
 }
 

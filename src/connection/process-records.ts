@@ -7,13 +7,15 @@ import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { appDir, workspaceKey, writeFileAtomicSync } from '../util/persist.js';
 import { readTrustedSync, type Untrusted } from '../util/file-trust.js';
-import { AFTER_KILL_WAIT_MS, DEFAULT_GRACE_MS, POLL_MS, processIdentity, sameIdentity, sleep } from './process-groups.js';
+import { AFTER_KILL_WAIT_MS, DEFAULT_GRACE_MS, POLL_MS, processIdentity, sameProcess, sleep } from './process-groups.js';
 
 /** One recorded process group: a detached server spawned by some host. */
 export interface RecordedGroup {
   /** Leader PID, which is also the process group id. */
   pgid: number;
+  /** The leader's start time (boot id and start tick): what tells it from a later process given its PID. */
   start: string;
+  /** The command line it was spawned with (for people reading the file; a launcher may rewrite its own). */
   cmdline: string[];
   /** The host process that spawned it; its groups are stale once it is gone. */
   owner: { pid: number; start: string };
@@ -128,7 +130,7 @@ function ownerAlive(owner: RecordedGroup['owner']): boolean {
 /** Signal a recorded group, but only while its leader is still the process we recorded. */
 function signalIfSame(group: RecordedGroup, signal: NodeJS.Signals): boolean {
   const id = processIdentity(group.pgid);
-  if (!id || !sameIdentity(id, group)) return false;
+  if (!id || !sameProcess(id, group)) return false;
   try {
     // A leader that left its group is signalled alone: the group may be someone else's.
     process.kill(id.pgrp === group.pgid ? -group.pgid : group.pgid, signal);
@@ -140,8 +142,8 @@ function signalIfSame(group: RecordedGroup, signal: NodeJS.Signals): boolean {
 
 /**
  * Kill the groups of `file` whose host is gone and whose leader is still the
- * very process that was recorded (same start time and command line; a
- * recycled PID is never touched): SIGTERM, then SIGKILL after `graceMs`.
+ * very process that was recorded (same start time, whatever its command
+ * line says now; a recycled PID is never touched): SIGTERM, then SIGKILL after `graceMs`.
  * Entries of live hosts stay; stale and dead entries are dropped. Returns the
  * PGIDs it signalled. Never throws for an unreadable file. A file that is
  * not trusted (see `untrustedFile`) kills nothing: `warn` is told, and the
@@ -174,7 +176,7 @@ export async function reapStaleGroups(file: string, options: { graceMs?: number;
   const until = Date.now() + (options.graceMs ?? DEFAULT_GRACE_MS);
   const running = (g: RecordedGroup): boolean => {
     const id = processIdentity(g.pgid);
-    return id !== undefined && sameIdentity(id, g);
+    return id !== undefined && sameProcess(id, g);
   };
   while (signalled.some(running) && Date.now() < until) await sleep(POLL_MS);
   for (const g of signalled) signalIfSame(g, 'SIGKILL');

@@ -240,10 +240,11 @@ export class ProcessTracker {
     const file = this.stateFile;
     const me = host();
     if (file === undefined || me === undefined || this.recorded.has(pid)) return;
-    // spawn() returns after exec (libuv waits for it), so this is the server's own command line.
     const id = processIdentity(pid);
     if (!id) return;
-    const group: RecordedGroup = { pgid: pid, start: id.start, cmdline: id.cmdline, owner: me };
+    // What was spawned, for whoever reads the file; the start time alone identifies the process.
+    const cmdline = this.children.get(pid)?.spawnargs ?? [];
+    const group: RecordedGroup = { pgid: pid, start: id.start, cmdline: [...cmdline], owner: me };
     this.recorded.set(pid, group);
     const key = groupKey(group);
     this.pendingRemove.delete(key);

@@ -1,8 +1,8 @@
 /**
  * Orphans of a SIGKILLed host (docs/library.md): the groups a controller spawns are
  * recorded in a 0600 state file per workspace, and the next start kills those
- * that still are the recorded process — never a process that merely got the
- * same PID or runs another command.
+ * that still are the recorded process (its start time; a launcher may rename
+ * itself) — never a process that merely got the same PID.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
@@ -58,9 +58,11 @@ function controllerFor(root: string, stateFile: string): McpController {
   return c;
 }
 
-/** A detached process group leader that is not ours to kill. */
-function decoy(): number {
-  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore' });
+const DECOY_CODE = 'setInterval(() => {}, 1000)';
+
+/** A detached process group leader (running `prelude` first); whether it is ours to kill is the test's to say. */
+function decoy(prelude = ''): number {
+  const child = spawn(process.execPath, ['-e', prelude + DECOY_CODE], { detached: true, stdio: 'ignore' });
   child.unref();
   pids.push(child.pid!);
   return child.pid!;
@@ -107,25 +109,31 @@ describe.runIf(isUnix)('reaping the orphans of a SIGKILLed host', () => {
     expect(existsSync(stateFile)).toBe(false);
   });
 
-  it('never kills a live process whose PID is recorded but whose command line or start time differs', async () => {
+  it('never kills a live process whose PID is recorded but whose start time differs (the PID was recycled)', async () => {
     const root = tempDir();
     const stateFile = join(tempDir(), 'processes.json');
-    const other = decoy();
     const recycled = decoy();
-    const otherId = processIdentity(other)!;
     const recycledId = processIdentity(recycled)!;
-    writeStateFile(stateFile, [
-      // Same process (start time matches), but not the command that was recorded.
-      { pgid: other, start: otherId.start, cmdline: ['node', '/some/mcp-server.js'], owner: deadOwner },
-      // Same command, but a different start: the PID was recycled.
-      { pgid: recycled, start: `${recycledId.start}0`, cmdline: recycledId.cmdline, owner: deadOwner },
-    ]);
+    writeStateFile(stateFile, [{ pgid: recycled, start: `${recycledId.start}0`, cmdline: [process.execPath, '-e', DECOY_CODE], owner: deadOwner }]);
 
     const c = controllerFor(root, stateFile);
     await c.start();
-    expect(pidAlive(other)).toBe(true);
     expect(pidAlive(recycled)).toBe(true);
     // Entries that can never match again are dropped.
+    expect(existsSync(stateFile)).toBe(false);
+  });
+
+  it('kills a recorded server whose command line changed since it started (as `npx` renames itself `npm exec …`)', async () => {
+    const root = tempDir();
+    const stateFile = join(tempDir(), 'processes.json');
+    const renamed = decoy("process.title = 'npm exec some-mcp-server';");
+    await waitFor(() => readFileSync(`/proc/${renamed}/cmdline`, 'utf8').startsWith('npm exec'), 'the decoy to rename itself');
+    const id = processIdentity(renamed)!;
+    writeStateFile(stateFile, [{ pgid: renamed, start: id.start, cmdline: [process.execPath, '-e', DECOY_CODE], owner: deadOwner }]);
+
+    const c = controllerFor(root, stateFile);
+    await c.start();
+    expect(pidAlive(renamed)).toBe(false);
     expect(existsSync(stateFile)).toBe(false);
   });
 
@@ -135,11 +143,11 @@ describe.runIf(isUnix)('reaping the orphans of a SIGKILLed host', () => {
   ])('kills nothing listed by a state file that group or others can write (mode %s), and says so', async (_octal, mode) => {
     const root = tempDir();
     const stateFile = join(tempDir(), 'processes.json');
-    // A record that names one of our processes exactly (start time, command line) with a dead owner:
+    // A record that names one of our processes exactly (its start time) with a dead owner:
     // a trusted file would get it killed.
     const victim = decoy();
     const id = processIdentity(victim)!;
-    writeStateFile(stateFile, [{ pgid: victim, start: id.start, cmdline: id.cmdline, owner: deadOwner }]);
+    writeStateFile(stateFile, [{ pgid: victim, start: id.start, cmdline: [process.execPath, '-e', DECOY_CODE], owner: deadOwner }]);
     chmodSync(stateFile, mode);
 
     const warnings: string[] = [];
@@ -164,7 +172,7 @@ describe.runIf(isUnix)('reaping the orphans of a SIGKILLed host', () => {
     const running = decoy();
     const id = processIdentity(running)!;
     const liveOwner = { pid: process.pid, start: processIdentity(process.pid)!.start };
-    writeStateFile(stateFile, [{ pgid: running, start: id.start, cmdline: id.cmdline, owner: liveOwner }]);
+    writeStateFile(stateFile, [{ pgid: running, start: id.start, cmdline: [process.execPath, '-e', DECOY_CODE], owner: liveOwner }]);
 
     const c = controllerFor(root, stateFile);
     await c.start();
