@@ -63,10 +63,25 @@ function giveUp(why: string, warn: ((message: string) => void) | undefined): voi
   );
 }
 
+/** Lines not written yet: the changes of one event-loop turn go in one write (50 servers starting at once, one wake-up). */
+let pending = '';
+let flushScheduled = false;
+
 function send(line: string): void {
   if (!dog) return;
+  pending += `${line}\n`;
+  if (flushScheduled) return;
+  flushScheduled = true;
+  setImmediate(flush);
+}
+
+function flush(): void {
+  flushScheduled = false;
+  const lines = pending;
+  pending = '';
+  if (!dog || lines === '') return;
   try {
-    dog.stdin?.write(`${line}\n`);
+    dog.stdin?.write(lines);
   } catch {
     // A dead watchdog: its 'exit' handler forgets it.
   }
@@ -103,6 +118,8 @@ function start(warn: ((message: string) => void) | undefined): void {
   });
   child.unref();
   (child.stdin as unknown as { unref?: () => void }).unref?.();
+  // A new watchdog is told every group; lines meant for one that died are moot.
+  pending = '';
   for (const pgid of groups) send(`+${pgid}`);
 }
 
@@ -130,6 +147,7 @@ export function releaseGroup(pgid: number): void {
 function end(): void {
   const child = dog;
   if (!child) return;
+  flush();
   dog = undefined;
   // Ref'd while it ends: a host awaiting dispose() must not exit under it and leave it behind.
   child.ref();
