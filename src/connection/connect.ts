@@ -46,6 +46,7 @@ import {
 import { LazyJsonSchemaValidator } from '../util/ajv.js';
 import type { HelperHeaders } from './helper-headers.js';
 import { listAll } from './paginate.js';
+import { warmLegacySchemas } from './schema-warmup.js';
 import { checkToolDefinitions, type InvalidTool } from './tool-definitions.js';
 import { buildTransport, shouldFallBackToSse, sseTransport, type TransportContext } from './transports.js';
 
@@ -468,7 +469,10 @@ class Connection implements LiveConnection {
     this.transport = await race(this.buildTransport());
     const connectOptions = { signal, timeout, ...(prior ? { prior: prior.era === 'modern' ? { kind: 'modern' as const, discover: prior.discover as DiscoverResult } : { kind: 'legacy' as const } } : {}) };
     try {
-      await race(this.client.connect(this.transport, connectOptions));
+      const connecting = this.client.connect(this.transport, connectOptions);
+      // Under `auto` with no era known the SDK probes first: its 2025 schemas are built while the probe is out.
+      if (prior === undefined && this.choice === 'auto') setImmediate(warmLegacySchemas);
+      await race(connecting);
     } catch (err) {
       if (signal.aborted || !shouldFallBackToSse(err, { config: this.entry.config, kind: this.kind, used: this.used, sawUnauthorized: this.sawUnauthorized, permanentStatus: this.permanentStatus })) throw err;
       // VS Code's and Cursor's rule for `type: http`: a 4xx to the first POST means an SSE-only server (2025 wire only).
