@@ -36,17 +36,6 @@ export function signalGroup(pid: number, signal: NodeJS.Signals, child?: ChildPr
   }
 }
 
-/** Process state letter from /proc, or undefined when unreadable (gone). */
-function procState(pid: number): { state: string; pgrp: number } | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { state: fields[0] ?? '', pgrp: Number(fields[2]) };
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * One buffer for every stat read: the connect limiter samples each starting
  * server every 50 ms, and a `readFileSync` per sample (its chunks, the
@@ -74,10 +63,9 @@ function readProc(path: string): number | undefined {
 /**
  * Where the fields of the stat line in {@link statBuffer} start, from
  * `state` (field 3 of stat(5)) on: `fieldAt[k]` is field 3 + k, and
- * `fieldAt[k + 1] - 1` is where it ends. One pass over the bytes in
- * JavaScript: a native `indexOf` per field, at every sample of every
- * starting server, is what V8 then compiles with its optimiser while the
- * servers need the cores.
+ * `fieldAt[k + 1] - 1` is where it ends. One pass over the bytes, for every
+ * reading the stat line serves (CPU ticks, identity, group), instead of a
+ * native `indexOf` call per field at every sample of every starting server.
  */
 const fieldAt = new Int32Array(24);
 
@@ -192,7 +180,7 @@ export function groupAlive(pgid: number): boolean {
   }
   if (process.platform !== 'linux') return true;
   // A running leader settles it without a scan of every process.
-  const leader = procState(pgid);
+  const leader = procStat(pgid);
   if (leader && leader.pgrp === pgid && !isZombie(leader.state)) return true;
   // kill(-pgid, 0) also succeeds for zombies; in a container whose PID 1 does
   // not reap, orphaned zombies would otherwise keep the group "alive" forever.
@@ -204,7 +192,7 @@ export function groupAlive(pgid: number): boolean {
   }
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
-    const info = procState(Number(entry));
+    const info = procStat(Number(entry));
     if (info && info.pgrp === pgid && !isZombie(info.state)) return true;
   }
   return false;
@@ -216,7 +204,7 @@ export function pidRunning(pid: number): boolean {
   } catch {
     return false;
   }
-  const info = procState(pid);
+  const info = procStat(pid);
   return info === undefined ? process.platform !== 'linux' : !isZombie(info.state);
 }
 
@@ -249,10 +237,11 @@ function linuxBootId(): string {
 
 /**
  * Fields of /proc/<pid>/stat: `state` (field 3), `pgrp` (5) and `starttime`
- * (22), or undefined when it cannot be read. Read once per spawn, right
- * after exec, through the shared buffer.
+ * (22), or undefined when it cannot be read (gone). Read through the shared
+ * buffer: once per spawn, and for every process when a group's members are
+ * looked for.
  */
-function statIdentity(pid: number): { state: string; pgrp: number; starttime: string } | undefined {
+function procStat(pid: number): { state: string; pgrp: number; starttime: string } | undefined {
   const length = readProc(`/proc/${pid}/stat`);
   // `starttime` is the 19th field from `state`.
   if (length === undefined || !splitStat(length, 20)) return undefined;
@@ -270,7 +259,7 @@ function statIdentity(pid: number): { state: string; pgrp: number; starttime: st
 export function processIdentity(pid: number): ProcessIdentity | undefined {
   if (!Number.isInteger(pid) || pid <= 0) return undefined;
   if (process.platform === 'linux') {
-    const stat = statIdentity(pid);
+    const stat = procStat(pid);
     if (!stat || isZombie(stat.state)) return undefined;
     return { start: `${linuxBootId()}:${stat.starttime}`, pgrp: stat.pgrp };
   }

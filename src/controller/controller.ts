@@ -402,10 +402,10 @@ export class McpController {
     // A server waited for until its state changes is checked first: while it is still on its way,
     // the other servers' events need no scan of every actor (N² checks at a 50-server start).
     let blockedBy: AnyActorRef | undefined;
-    // Where the scan found `blockedBy`. The servers before it were settled, or waited for until a
-    // time, when the scan passed them: the next scan goes on from there, and goes over every server
-    // only once it reaches the end (one of them may be on its way again). Starting over at every
-    // settled blocker was N² checks as well.
+    // Where the scan found `blockedBy`: the next scan starts there and goes round to it, so the
+    // servers after it are checked first and the ones before it (settled, or waited for until a
+    // time, when the scan passed them) last, once in each full round. Starting from the first
+    // server at every settled blocker was N² checks as well.
     let resumeAt = 0;
     let timer: NodeJS.Timeout | undefined;
     let wake: () => void = () => {};
@@ -413,17 +413,12 @@ export class McpController {
       if (blockedBy && waitUntil(blockedBy) === Infinity) return false;
       blockedBy = undefined;
       clearTimeout(timer);
-      // The actors as they are, no name map: this runs at every transition of every server.
-      const refs = this.ws.serverRefs();
-      for (let i = Math.min(resumeAt, refs.length); i < refs.length; i++) {
-        if (waitUntil(refs[i]!) !== Infinity) continue;
-        blockedBy = refs[i];
-        resumeAt = i;
-        return false;
-      }
       const now = performance.now();
       let next = Infinity;
-      for (let i = 0; i < refs.length; i++) {
+      // The actors as they are, no name map: this runs at every transition of every server.
+      const refs = this.ws.serverRefs();
+      for (let k = 0; k < refs.length; k++) {
+        const i = (resumeAt + k) % refs.length;
         const until = waitUntil(refs[i]!);
         if (until === undefined || until <= now) continue;
         if (until === Infinity) {
