@@ -167,6 +167,29 @@ export function processTreeCpuTicks(pid: number, threads: 'all' | 'main' = 'all'
   return total;
 }
 
+/**
+ * Whether `pid`, or a process forked by the main thread of one in its tree,
+ * is on a CPU or waiting for one (state `R`) or in an uninterruptible wait
+ * (`D`: paging its program in, say). A process the machine starves of CPU
+ * uses none while it waits, so CPU time alone cannot tell it from one that
+ * sleeps until spoken to (docs/performance.md, "The connect limit on a loaded machine").
+ * False when `pid` is gone or /proc is unavailable.
+ */
+export function treeRunnable(pid: number): boolean {
+  if (process.platform !== 'linux') return false;
+  const queue = [pid];
+  for (let seen = 0; queue.length > 0 && seen < 256; seen++) {
+    const next = queue.shift()!;
+    const length = readProc(`/proc/${next}/stat`);
+    if (length !== undefined && splitStat(length, 0)) {
+      const state = statBuffer[fieldAt[0]!];
+      if (state === 0x52 /* R */ || state === 0x44 /* D */) return true;
+    }
+    readChildren(`/proc/${next}/task/${next}/children`, queue);
+  }
+  return false;
+}
+
 export function isZombie(state: string): boolean {
   return state === 'Z' || state === 'X';
 }

@@ -138,6 +138,14 @@ export interface StartHoldOptions {
    * means a busy start, whatever its children do).
    */
   ownCpuTicks?: (pid: number) => number | undefined;
+  /**
+   * Whether the process or its tree is running or waiting for a CPU right
+   * now, read only when its CPU time says idle: on a loaded machine a
+   * starting server can wait for a core longer than the idle samples, and
+   * taking that wait for idleness hands its slot on, which starts more
+   * servers on a machine with no core for them. Default: never.
+   */
+  runnable?: (pid: number) => boolean;
   /** How often the CPU use of a started process is sampled, in ms. Default 50. */
   sampleMs?: number;
   /** Consecutive idle samples after which a started process counts as waiting, not starting. Default 2. */
@@ -169,7 +177,8 @@ const IDLE_TICKS_PER_SAMPLE = (sampleMs: number): number => Math.max(1, Math.flo
  * connect timeout would starve every healthy server queued behind it.
  *
  * The slot goes back at the first of: the server answered `initialize`; its
- * process tree used (almost) no CPU for `idleSamples` samples in a row; the
+ * process tree used (almost) no CPU for `idleSamples` samples in a row while
+ * not waiting for a CPU either (see `runnable`); the
  * hold reached `maxHoldMs` (`blindHoldMs` when CPU use cannot be read); or
  * {@link StartHold.release}. A light server answers `initialize` long before
  * any of the bounds, so it is not serialised more than with a slot held until
@@ -219,7 +228,7 @@ export function holdWhileStarting(lease: Lease, options: StartHoldOptions): Star
       sampler = setInterval(() => {
         const now = own(pid);
         if (now === undefined) return release(); // the process is gone: its start is over either way
-        ownIdle = now - lastOwn <= idleTicks ? ownIdle + 1 : 0;
+        ownIdle = now - lastOwn <= idleTicks && !(options.runnable?.(pid) ?? false) ? ownIdle + 1 : 0;
         lastOwn = now;
         if (ownIdle === 0) {
           idle = 0;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hasCode } from '../../src/errors.js';
-import { ownCpuTicks, processTreeCpuTicks } from '../../src/connection/process-groups.js';
+import { ownCpuTicks, processTreeCpuTicks, treeRunnable } from '../../src/connection/process-groups.js';
 import { ProcessTracker } from '../../src/connection/processes.js';
 import { fixturePath, repoRoot } from '../helpers/fixtures.js';
 import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
@@ -98,6 +98,24 @@ describe('ProcessTracker', () => {
     expect(all - own).toBeGreaterThanOrEqual(19);
     expect(Math.abs(main - all)).toBeLessThanOrEqual(2);
     await t.killTree(launcher.pid!);
+  });
+
+  it("tells a tree with a process on or waiting for a CPU from one that sleeps, through a launcher", async () => {
+    const t = tracker();
+    // `; true` keeps the shell as a launcher (no exec): the spinning node is its child, always runnable.
+    const busy = t.spawn('/bin/sh', ['-c', `${JSON.stringify(process.execPath)} -e "console.log('spinning');for(;;);"; true`]);
+    let out = '';
+    busy.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+    const sleeping = t.spawn('/bin/sh', ['-c', 'sleep 60; true']);
+    await waitFor(() => out.includes('spinning'), 'the child to spin');
+    await waitFor(() => descendantsOf(sleeping.pid!).length > 0, 'the sleeping child to start');
+    extraPids.push(...descendantsOf(busy.pid!), ...descendantsOf(sleeping.pid!));
+    // The launcher itself waits for its child (state S): only the walk down its tree finds the runnable one.
+    expect(treeRunnable(busy.pid!)).toBe(true);
+    await waitFor(() => !treeRunnable(sleeping.pid!), 'the sleeping tree to settle');
+    expect(treeRunnable(sleeping.pid!)).toBe(false);
+    await Promise.all([t.killTree(busy.pid!), t.killTree(sleeping.pid!)]);
+    expect(treeRunnable(busy.pid!)).toBe(false);
   });
 
   it('forgets a child that exits on its own', async () => {

@@ -96,6 +96,41 @@ describe('holdWhileStarting', () => {
     clearInterval(spin);
   });
 
+  it('keeps the slot while the started process waits for a CPU, and asks only when its CPU time says idle', async () => {
+    vi.useFakeTimers();
+    const sem = new Semaphore(1);
+    let ticks = 0;
+    let waiting = true;
+    let asked = 0;
+    const hold = holdWhileStarting(await sem.acquire(), {
+      cpuTicks: () => ticks,
+      runnable: () => {
+        asked++;
+        return waiting;
+      },
+      sampleMs: 100,
+      idleSamples: 2,
+      maxHoldMs: 5_000,
+    });
+    hold.spawned(1234);
+    // Busy on a CPU: the CPU time answers, the run queue is not looked at.
+    for (let i = 0; i < 3; i++) {
+      ticks += 8;
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    expect(asked).toBe(0);
+    // No CPU time for 1 s, but runnable all along: a machine with no core to spare, not an idle server.
+    for (let i = 0; i < 10; i++) {
+      await vi.advanceTimersByTimeAsync(100);
+      expect(sem.inUse).toBe(1);
+    }
+    expect(asked).toBe(10);
+    // Asleep now (waiting to be spoken to): the slot goes back after the idle samples.
+    waiting = false;
+    await vi.advanceTimersByTimeAsync(300);
+    expect(sem.inUse).toBe(0);
+  });
+
   it('without CPU figures (no /proc) the shorter blind cap applies', async () => {
     const { sem, hold } = await setup({ readable: false });
     hold.spawned(1234);
