@@ -100,6 +100,45 @@ export function ownCpuTicks(pid: number): number | undefined {
   return statNumber(11) + statNumber(12);
 }
 
+/** Set once a /proc/<pid>/schedstat read failed where the stat read did not: a kernel without it. */
+let noSchedstat = false;
+
+/**
+ * Clock ticks (10 ms, fractional) the main thread of `pid` has spent on a CPU
+ * or runnable, waiting for one: /proc/<pid>/schedstat's run time plus its
+ * run-queue delay. A starting server that a loaded machine keeps waiting is
+ * busy by this reading, where its CPU time alone would call it idle
+ * (docs/performance.md, "The connect limit on a loaded machine"). It is also
+ * cheaper to read than the stat line, which sums every thread's CPU time
+ * under the scheduler's locks. Where the kernel has no schedstat, the
+ * process's CPU time. Undefined when `pid` is gone or not on Linux.
+ */
+export function ownBusyTicks(pid: number): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  if (noSchedstat) return ownCpuTicks(pid);
+  const length = readProc(`/proc/${pid}/schedstat`);
+  if (length === undefined) {
+    const cpu = ownCpuTicks(pid);
+    if (cpu !== undefined) noSchedstat = true;
+    return cpu;
+  }
+  // "<run ns> <run-queue delay ns> <timeslices>"
+  let total = 0;
+  let n = 0;
+  let fields = 0;
+  for (let i = 0; i < length && fields < 2; i++) {
+    const c = statBuffer[i]!;
+    if (c >= 0x30 && c <= 0x39) {
+      n = n * 10 + (c - 0x30);
+    } else {
+      total += n;
+      n = 0;
+      fields++;
+    }
+  }
+  return total / 1e7;
+}
+
 /**
  * Add the PIDs a /proc `children` file lists to `out`, parsed in
  * {@link statBuffer} (a tree's reading repeats every 50 ms while a server

@@ -12,7 +12,7 @@ import type { DesiredServer, LogLevel } from '../../machines/types.js';
 import type { CachedListing, ProtocolVerdict } from '../cache/listing-cache.js';
 import type { ServerLogWriter } from './server-logs.js';
 import { openConnection, type ConnectionEvent, type ConnectOptions, type LiveConnection } from '../connection/connect.js';
-import { ownCpuTicks, processTreeCpuTicks, treeRunnable } from '../connection/process-groups.js';
+import { ownBusyTicks, processTreeCpuTicks, treeRunnable } from '../connection/process-groups.js';
 import { ResourceSubscriptions } from '../connection/subscriptions.js';
 import { ErrorCode, McpReconcilerError, describeError } from '../errors.js';
 import { transportOf } from '../config/identity.js';
@@ -221,7 +221,7 @@ export class Connections {
     // goes back once the server answered `initialize` or sits idle, so hung handshakes
     // cannot starve the queue. Remote and in-process connects start no process here.
     const hold = stdio
-      ? holdWhileStarting(await ws.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks, ownCpuTicks, startCpuTicks: mainThreadTreeCpuTicks, runnable: treeRunnable })
+      ? holdWhileStarting(await ws.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks, ownBusyTicks, startCpuTicks: mainThreadTreeCpuTicks, runnable: treeRunnable })
       : undefined;
     // Time spent queued is not the server's: its start bound and readiness count from here.
     this.markStarted(name, generation);

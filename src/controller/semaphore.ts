@@ -133,14 +133,15 @@ export interface StartHoldOptions {
    */
   startCpuTicks?: (pid: number) => number | undefined;
   /**
-   * CPU time of the process alone, cheaper to read than its tree; when given,
+   * Ticks the process alone has been busy: on a CPU, and where the reading
+   * can tell, waiting for one. Cheaper to read than its tree; when given,
    * the tree is read only while the process itself is idle (a busy process
    * means a busy start, whatever its children do).
    */
-  ownCpuTicks?: (pid: number) => number | undefined;
+  ownBusyTicks?: (pid: number) => number | undefined;
   /**
    * Whether the process or its tree is running or waiting for a CPU right
-   * now, read only when its CPU time says idle: on a loaded machine a
+   * now, read only when the other readings say idle: on a loaded machine a
    * starting server can wait for a core longer than the idle samples, and
    * taking that wait for idleness hands its slot on, which starts more
    * servers on a machine with no core for them. Default: never.
@@ -190,9 +191,8 @@ export function holdWhileStarting(lease: Lease, options: StartHoldOptions): Star
   const idleTicks = IDLE_TICKS_PER_SAMPLE(sampleMs);
   let released = false;
   let sampler: NodeJS.Timeout | undefined;
-  // The process's own CPU reading at spawn, to report what its start cost once it answers.
+  // Read once it answers, to report what its start cost: from its birth, as it was spawned just now.
   let spawnedPid: number | undefined;
-  let ticksAtSpawn: number | undefined;
   let cap: NodeJS.Timeout | undefined = setTimeout(() => release(), options.blindHoldMs ?? 1_000);
   cap.unref();
 
@@ -210,13 +210,12 @@ export function holdWhileStarting(lease: Lease, options: StartHoldOptions): Star
   return {
     spawned(pid: number): void {
       if (released) return;
-      const own = options.ownCpuTicks ?? options.cpuTicks;
+      // A process that cannot be read keeps the blind cap. Its own reading, not its tree's:
+      // reading /proc/<pid>/task while the exec settles is slow.
+      const own = options.ownBusyTicks ?? options.cpuTicks;
       const first = own(pid);
       if (first === undefined) return; // blind: the short cap stays
       spawnedPid = pid;
-      // Right after exec the process has no children yet, so its own reading is the tree's
-      // (and reading /proc/<pid>/task while the exec settles is slow).
-      ticksAtSpawn = first;
       clearTimeout(cap);
       cap = setTimeout(() => release(), options.maxHoldMs ?? 5_000);
       cap.unref();
@@ -235,7 +234,7 @@ export function holdWhileStarting(lease: Lease, options: StartHoldOptions): Star
           lastTree = undefined;
           return;
         }
-        if (!options.ownCpuTicks) {
+        if (!options.ownBusyTicks) {
           idle = ownIdle;
         } else if (ownIdle >= idleSamples || lastTree !== undefined) {
           // Idle alone for a while, but a launcher's server may be the busy one: from now on
@@ -252,10 +251,10 @@ export function holdWhileStarting(lease: Lease, options: StartHoldOptions): Star
       sampler.unref();
     },
     initialized: () => {
-      if (!released && spawnedPid !== undefined && ticksAtSpawn !== undefined) {
+      if (!released && spawnedPid !== undefined) {
         const now = (options.startCpuTicks ?? options.cpuTicks)(spawnedPid);
         // Clock ticks are 10 ms (USER_HZ 100).
-        if (now !== undefined) lease.observeStartCpu?.((now - ticksAtSpawn) * 10);
+        if (now !== undefined) lease.observeStartCpu?.(now * 10);
       }
       release();
     },

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hasCode } from '../../src/errors.js';
-import { ownCpuTicks, processTreeCpuTicks, treeRunnable } from '../../src/connection/process-groups.js';
+import { ownBusyTicks, ownCpuTicks, processTreeCpuTicks, treeRunnable } from '../../src/connection/process-groups.js';
 import { ProcessTracker } from '../../src/connection/processes.js';
 import { fixturePath, repoRoot } from '../helpers/fixtures.js';
 import { descendantsOf, pidAlive, waitFor } from '../helpers/processes.js';
@@ -100,7 +100,7 @@ describe('ProcessTracker', () => {
     await t.killTree(launcher.pid!);
   });
 
-  it("tells a tree with a process on or waiting for a CPU from one that sleeps, through a launcher", async () => {
+  it("tells a tree with a process on or waiting for a CPU from one that sleeps, through a launcher, and counts waiting for a CPU as busy", async () => {
     const t = tracker();
     // `; true` keeps the shell as a launcher (no exec): the spinning node is its child, always runnable.
     const busy = t.spawn('/bin/sh', ['-c', `${JSON.stringify(process.execPath)} -e "console.log('spinning');for(;;);"; true`]);
@@ -114,6 +114,14 @@ describe('ProcessTracker', () => {
     expect(treeRunnable(busy.pid!)).toBe(true);
     await waitFor(() => !treeRunnable(sleeping.pid!), 'the sleeping tree to settle');
     expect(treeRunnable(sleeping.pid!)).toBe(false);
+    // Busy time counts running and waiting to run alike: ~30 ticks over 300 ms for the spinning
+    // process however loaded the machine is, none for the sleeping one.
+    const [spinner] = descendantsOf(busy.pid!);
+    const [sleeper] = descendantsOf(sleeping.pid!);
+    const before = [ownBusyTicks(spinner!)!, ownBusyTicks(sleeper!)!];
+    await new Promise((r) => setTimeout(r, 300));
+    expect(ownBusyTicks(spinner!)! - before[0]!).toBeGreaterThanOrEqual(15);
+    expect(ownBusyTicks(sleeper!)! - before[1]!).toBeLessThan(1);
     await Promise.all([t.killTree(busy.pid!), t.killTree(sleeping.pid!)]);
     expect(treeRunnable(busy.pid!)).toBe(false);
   });

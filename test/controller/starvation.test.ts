@@ -153,7 +153,7 @@ describe('holdWhileStarting with a cheap own-CPU reading', () => {
     let tree = 0;
     let treeReads = 0;
     const hold = holdWhileStarting(await sem.acquire(), {
-      ownCpuTicks: () => own,
+      ownBusyTicks: () => own,
       cpuTicks: () => {
         treeReads++;
         return tree;
