@@ -172,8 +172,9 @@ const IDLE_TICKS_PER_SAMPLE = (sampleMs: number): number => Math.max(1, Math.flo
 
 /**
  * Hold a connect slot only through a server's CPU-heavy start, not through its
- * handshake (docs/library.md). Starting servers is CPU-bound, which is why the number
- * of concurrent starts is limited at all; a server that never answers
+ * handshake (docs/performance.md, "The connect limit on a loaded machine").
+ * Starting servers is CPU-bound, which is why the number of concurrent
+ * starts is limited at all; a server that never answers
  * `initialize` but sits idle costs nothing, and holding its slot until the
  * connect timeout would starve every healthy server queued behind it.
  *
