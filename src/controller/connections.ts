@@ -219,7 +219,8 @@ export class Connections {
     if (stdio) await this.laterTurn();
     // The limiter bounds concurrent CPU-heavy process starts only (docs/performance.md, "The connect
     // limit on a loaded machine"): the slot goes back once the server answered `initialize` or sits
-    // idle (not waiting for a CPU), so hung handshakes cannot starve the queue. Remote and in-process connects start no process here.
+    // idle (not waiting for a CPU), so hung handshakes cannot starve the queue. Remote and
+    // in-process connects start no process here.
     const hold = stdio
       ? holdWhileStarting(await ws.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks, ownBusyTicks, startCpuTicks: mainThreadTreeCpuTicks, runnable: treeRunnable })
       : undefined;
