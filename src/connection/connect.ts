@@ -39,6 +39,7 @@ import {
   exitedOnProtocol,
   isProbeClosed,
   NEWEST_SPOKEN,
+  isLegacyProbeAnswer,
   protocolRejectionOf,
   startTimeoutError,
   timeoutError,
@@ -101,7 +102,7 @@ export interface ConnectOptions {
    * server starts: `spawned` once a stdio child runs, `initialized` once the
    * server answered `initialize` (or `server/discover`), with the era found.
    */
-  startPhase?: { spawned?(pid: number): void; initialized?(protocol: ProtocolVerdict): void };
+  startPhase?: { spawned?(pid: number): void; answered?(learned: ProtocolVerdict | undefined): void; initialized?(protocol: ProtocolVerdict): void };
   /** Elicitation, sampling and roots offered to the server (docs/oauth.md); none declared when absent. */
   clientFeatures?: ClientFeatures;
   /** Wraps the HTTP fetch of http/sse transports: the OAuth layer (src/auth/manager.ts). */
@@ -239,6 +240,8 @@ class Connection implements LiveConnection {
   resourceTemplates: ResourceTemplate[] = [];
   resourceError: string | undefined;
   protocol: ProtocolVerdict = { era: 'legacy' };
+  /** Whether the current attempt opens with the SDK's `server/discover` probe (`auto`, no era known). */
+  private probing = false;
 
   private readonly entry: DesiredServer;
   private opts: ConnectOptions;
@@ -299,6 +302,8 @@ class Connection implements LiveConnection {
       ...(opts.signal ? { signal: opts.signal } : {}),
       // Through `opts`, which lets go of the hooks once open (`settle`); the transport keeps this one.
       ...(opts.startPhase?.spawned ? { onSpawn: (pid: number) => this.opts.startPhase?.spawned?.(pid) } : {}),
+      // Under `auto` with no era known the first answer is the probe's: a refusal is a 2025-era server.
+      ...(opts.startPhase?.answered ? { onAnswer: (m: object) => this.opts.startPhase?.answered?.(this.probing && isLegacyProbeAnswer(m) ? { era: 'legacy' } : undefined) } : {}),
       ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),
       ...(opts.wrapFetch ? { wrapFetch: opts.wrapFetch } : {}),
       onStatus: (status) => this.recordStatus(status),
@@ -467,6 +472,7 @@ class Connection implements LiveConnection {
     const opening = prior?.era === 'modern' || this.choice === NEWEST_SPOKEN ? 'server/discover' : 'initialize';
     this.unanswered.add(opening);
     this.transport = await race(this.buildTransport());
+    this.probing = prior === undefined && this.choice === 'auto';
     const connectOptions = { signal, timeout, ...(prior ? { prior: prior.era === 'modern' ? { kind: 'modern' as const, discover: prior.discover as DiscoverResult } : { kind: 'legacy' as const } } : {}) };
     try {
       const connecting = this.client.connect(this.transport, connectOptions);

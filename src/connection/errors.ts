@@ -90,6 +90,19 @@ export function isServerError(err: unknown): boolean {
  */
 const PROTOCOL_REJECTION_CODES = new Set([-32022, -32020]);
 
+/**
+ * Whether an answer to the `server/discover` probe is a 2025-era server's
+ * refusal: any JSON-RPC error but -32022 (whose list of revisions may name a
+ * newer one to ask for). The SDK's negotiation decides the same way under
+ * `auto`; reading it off the wire lets the era be known one round trip
+ * before the `initialize` that follows.
+ */
+export function isLegacyProbeAnswer(message: object): boolean {
+  if (!('error' in message)) return false;
+  const error = message.error as { code?: unknown } | null;
+  return typeof error === 'object' && error !== null && error.code !== -32022;
+}
+
 /** The newest protocol revision this build speaks (the SDK v2 client's modern wire). */
 export const NEWEST_SPOKEN = '2026-07-28';
 

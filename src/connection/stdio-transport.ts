@@ -30,6 +30,8 @@ export interface StdioProcessTransportOptions {
   onSpawn?: (pid: number) => void;
   /** Every chunk the child writes to stderr (the server's log), besides the kept tail. */
   onStderr?: (chunk: Buffer) => void;
+  /** Called once, at the child's first answer to a request (a result or an error): its start is over. */
+  onAnswer?: (message: JSONRPCMessage) => void;
 }
 
 const DEFAULT_STDERR_LIMIT = 8 * 1024;
@@ -83,6 +85,7 @@ export class StdioProcessTransport implements Transport {
   onmessage?: (<T extends JSONRPCMessage>(message: T) => void) | undefined;
 
   private readonly options: StdioProcessTransportOptions;
+  private onAnswer: ((message: JSONRPCMessage) => void) | undefined;
   private readonly readBuffer = new MessageLines();
   private readonly stderrBuffer: TailBuffer;
   private child: ChildProcess | undefined;
@@ -93,6 +96,7 @@ export class StdioProcessTransport implements Transport {
 
   constructor(options: StdioProcessTransportOptions) {
     this.options = options;
+    this.onAnswer = options.onAnswer;
     this.stderrBuffer = new TailBuffer(options.stderrLimit ?? DEFAULT_STDERR_LIMIT);
   }
 
@@ -225,7 +229,18 @@ export class StdioProcessTransport implements Transport {
       void this.close();
       return;
     }
-    drainMessages(this.readBuffer, (m) => this.onmessage?.(m), (err) => this.onerror?.(err));
+    drainMessages(
+      this.readBuffer,
+      (m) => {
+        if (this.onAnswer && ('result' in m || 'error' in m)) {
+          const answered = this.onAnswer;
+          this.onAnswer = undefined;
+          answered(m);
+        }
+        this.onmessage?.(m);
+      },
+      (err) => this.onerror?.(err),
+    );
   }
 
   private finish(error: Error | undefined): void {

@@ -4,7 +4,7 @@
  * server. The connection owns what is built; this file only makes it.
  */
 import { resolve as resolvePath } from 'node:path';
-import { InMemoryTransport, SSEClientTransport, StreamableHTTPClientTransport, type FetchLike, type Transport } from '@modelcontextprotocol/client';
+import { InMemoryTransport, SSEClientTransport, StreamableHTTPClientTransport, type FetchLike, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 import type { ServerConfig } from '../../machines/types.js';
 import { runHeadersHelper } from './headers-helper.js';
 import { describeError, ErrorCode, McpReconcilerError } from '../errors.js';
@@ -31,6 +31,8 @@ export interface TransportContext {
   signal?: AbortSignal;
   /** A stdio child runs. */
   onSpawn?: (pid: number) => void;
+  /** A stdio child's first answer to a request. */
+  onAnswer?: (message: JSONRPCMessage) => void;
   /** A stdio child wrote to stderr. */
   onStderr?: (chunk: Buffer) => void;
   /** Wraps the HTTP fetch (the OAuth layer). */
@@ -87,6 +89,7 @@ export async function buildTransport(ctx: TransportContext): Promise<BuiltTransp
         cwd: resolvePath(ctx.cwd, config.cwd ?? '.'),
         tracker: ctx.tracker,
         ...(ctx.onSpawn ? { onSpawn: ctx.onSpawn } : {}),
+        ...(ctx.onAnswer ? { onAnswer: ctx.onAnswer } : {}),
         ...(ctx.onStderr ? { onStderr: ctx.onStderr } : {}),
       });
       return { transport: stdio, stdio };

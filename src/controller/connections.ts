@@ -218,19 +218,24 @@ export class Connections {
     // come first.
     if (stdio) await this.laterTurn();
     // The limiter bounds concurrent CPU-heavy process starts only (docs/performance.md, "The connect
-    // limit on a loaded machine"): the slot goes back once the server answered `initialize` or sits
-    // idle (not waiting for a CPU), so hung handshakes cannot starve the queue. Remote and
-    // in-process connects start no process here.
+    // limit on a loaded machine"): the slot goes back once the server answered its first request
+    // (the probe or `initialize`) or sits idle (not waiting for a CPU), so hung handshakes cannot
+    // starve the queue. Remote and in-process connects start no process here.
     const hold = stdio
       ? holdWhileStarting(await ws.semaphore.acquire(signal), { cpuTicks: processTreeCpuTicks, ownBusyTicks, startCpuTicks: mainThreadTreeCpuTicks, runnable: treeRunnable })
       : undefined;
     // Time spent queued is not the server's: its start bound and readiness count from here.
     this.markStarted(name, generation);
-    // The era is learnt as soon as the server answers, before the slot goes back: the servers of
-    // the same program the limiter admits next open without a probe (docs/protocol.md, "The era cache").
+    // The era is learnt as soon as the server answers (a 2025-era one at its refusal of the probe),
+    // before the slot goes back: the servers of the same program the limiter admits next open
+    // without a probe (docs/protocol.md, "The era cache").
     const choice = entry.config.protocol ?? settings.protocol ?? 'auto';
     const startPhase = {
       ...(hold ? { spawned: hold.spawned } : {}),
+      answered: (learned: ProtocolVerdict | undefined) => {
+        if (learned) this.eras.remember(entry, choice, learned);
+        hold?.initialized();
+      },
       initialized: (verdict: ProtocolVerdict) => {
         this.eras.remember(entry, choice, verdict);
         hold?.initialized();

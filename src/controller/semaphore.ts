@@ -127,7 +127,7 @@ export interface StartHoldOptions {
    */
   cpuTicks: (pid: number) => number | undefined;
   /**
-   * The reading taken once, when the server answered `initialize`, to tell the
+   * The reading taken once, when the server first answered a request, to tell the
    * adaptive bound what its start cost; default `cpuTicks`. It runs on every
    * start's critical path, so it may be a cheaper approximation of the tree.
    */
@@ -161,7 +161,10 @@ export interface StartHoldOptions {
 export interface StartHold {
   /** The server process is running as `pid`. */
   spawned(pid: number): void;
-  /** The server answered `initialize`: its start is over. */
+  /**
+   * The server answered its first request (`initialize`, or the `server/discover`
+   * probe before it): its start is over.
+   */
   initialized(): void;
   /** Give the slot back now (the attempt ended). Idempotent. */
   release(): void;
@@ -178,7 +181,7 @@ const IDLE_TICKS_PER_SAMPLE = (sampleMs: number): number => Math.max(1, Math.flo
  * `initialize` but sits idle costs nothing, and holding its slot until the
  * connect timeout would starve every healthy server queued behind it.
  *
- * The slot goes back at the first of: the server answered `initialize`; its
+ * The slot goes back at the first of: the server answered its first request; its
  * process tree used (almost) no CPU for `idleSamples` samples in a row while
  * not waiting for a CPU either (see `runnable`); the
  * hold reached `maxHoldMs` (`blindHoldMs` when CPU use cannot be read); or

@@ -72,6 +72,30 @@ describe('the era found, as the server answers', () => {
     expect(seen[0]!.received).not.toContain('tools/list');
     expect(received()).toContain('tools/list');
   });
+
+  it("a 2025-era server's refusal of the probe is read as its era one round trip sooner, before the initialize that follows", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mcp-era-answer-'));
+    dirs.push(dir);
+    const methods = join(dir, 'methods.log');
+    const answered: { learned: string | undefined; received: string[] }[] = [];
+    const startPhase = {
+      answered: (learned: { era: string } | undefined) => answered.push({ learned: learned?.era, received: readFileSync(methods, 'utf8').split('\n').filter(Boolean) }),
+    };
+    const conn = await connect(stdioFixture('light-server', { name: 'light-answer', env: { METHODS_FILE: methods } }), { ...options, startPhase });
+    expect(conn.protocol.era).toBe('legacy');
+    // Once, at the first answer: the probe's refusal, while `initialize` is not yet sent.
+    expect(answered).toEqual([{ learned: 'legacy', received: ['server/discover'] }]);
+  });
+
+  it("a modern server's answer frees the start but teaches nothing early; a known era is not re-learnt", async () => {
+    const seen: (string | undefined)[] = [];
+    const startPhase = { answered: (learned: { era: string } | undefined) => seen.push(learned?.era ?? 'none') };
+    const modern = await connect(stdioFixture('v2-stdio-server', { name: 'modern-answer' }), { ...options, startPhase });
+    expect(modern.protocol.era).toBe('modern');
+    const known = await connect(stdioFixture('light-server', { name: 'known-answer' }), { ...options, startPhase, prior: { era: 'legacy' } });
+    expect(known.protocol.era).toBe('legacy');
+    expect(seen).toEqual(['none', 'none']);
+  });
 });
 
 describe('the listing cache keeps the era', () => {
