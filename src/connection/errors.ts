@@ -88,7 +88,8 @@ export function isServerError(err: unknown): boolean {
  * server does not speak the revision asked for, -32020 the revision header
  * and the request disagree. Neither changes on a retry.
  */
-const PROTOCOL_REJECTION_CODES = new Set([-32022, -32020]);
+const UNSUPPORTED_VERSION = -32022;
+const PROTOCOL_REJECTION_CODES = new Set([UNSUPPORTED_VERSION, -32020]);
 
 /**
  * Whether an answer to the `server/discover` probe is a 2025-era server's
@@ -100,7 +101,7 @@ const PROTOCOL_REJECTION_CODES = new Set([-32022, -32020]);
 export function isLegacyProbeAnswer(message: object): boolean {
   if (!('error' in message)) return false;
   const error = message.error as { code?: unknown } | null;
-  return typeof error === 'object' && error !== null && error.code !== -32022;
+  return typeof error === 'object' && error !== null && error.code !== UNSUPPORTED_VERSION;
 }
 
 /** The newest protocol revision this build speaks (the SDK v2 client's modern wire). */

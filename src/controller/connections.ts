@@ -230,17 +230,11 @@ export class Connections {
     // before the slot goes back: the servers of the same program the limiter admits next open
     // without a probe (docs/protocol.md, "The era cache").
     const choice = entry.config.protocol ?? settings.protocol ?? 'auto';
-    const startPhase = {
-      ...(hold ? { spawned: hold.spawned } : {}),
-      answered: (learned: ProtocolVerdict | undefined) => {
-        if (learned) this.eras.remember(entry, choice, learned);
-        hold?.initialized();
-      },
-      initialized: (verdict: ProtocolVerdict) => {
-        this.eras.remember(entry, choice, verdict);
-        hold?.initialized();
-      },
+    const learnt = (verdict: ProtocolVerdict | undefined): void => {
+      if (verdict) this.eras.remember(entry, choice, verdict);
+      hold?.initialized();
     };
+    const startPhase = { ...(hold ? { spawned: hold.spawned } : {}), answered: learnt, initialized: learnt };
     const logLevel = this.settings.logLevel?.(name, entry);
     let conn: LiveConnection;
     try {
