@@ -15,7 +15,7 @@ import { getHeapSpaceStatistics } from 'node:v8';
 import { cpuTimeMs, machineBusyMs } from './support/proc.js';
 import { mb, ms, type BenchContext, type MeasurementResult, type Row } from './support/context.js';
 import { loadLibrary, userConfigOptions } from './support/library.js';
-import { initialVersions, rawConnect, loadSdk, TOOLS_PER_SERVER, writeConfig, type FixtureKind, type RawConnection } from './support/servers.js';
+import { initialVersions, rawConnect, loadSdk, TOOLS_PER_SERVER, writeConfig, type FixtureKind, type RawConnection, type SdkLine } from './support/servers.js';
 import { median, ratio, summarise } from './support/stats.js';
 import { runAsWorker } from './support/worker.js';
 
@@ -26,7 +26,7 @@ const SCRIPT = fileURLToPath(import.meta.url);
  * (undefined = its default), of this build or of another one (`library`, its
  * entry file, measured beside this build: `--compare`).
  */
-type Variant = { side: 'raw' } | { side: 'controller'; concurrency?: number; library?: string };
+type Variant = { side: 'raw'; sdk?: SdkLine } | { side: 'controller'; concurrency?: number; library?: string };
 
 interface ColdParams {
   variant: Variant;
@@ -69,10 +69,12 @@ function youngGeneration(): number {
   return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
 }
 
-async function rawWorker(p: ColdParams): Promise<ColdSample> {
+async function rawWorker(p: ColdParams & { variant: Extract<Variant, { side: 'raw' }> }): Promise<ColdSample> {
+  const line = p.variant.sdk ?? 'v2';
   const servers = (JSON.parse(readFileSync(p.configPath, 'utf8')) as { mcpServers: Record<string, ServerConfig> }).mcpServers;
   const tImport = performance.now();
-  await loadSdk();
+  if (line === 'v1') await loadSdk('v1');
+  else await loadSdk('v2');
   const cpu0 = process.cpuUsage();
   const busy0 = machineBusyMs();
   const t0 = performance.now();
@@ -80,7 +82,7 @@ async function rawWorker(p: ColdParams): Promise<ColdSample> {
   try {
     const counts = await Promise.all(
       Object.values(servers).map(async (cfg) => {
-        const conn = await rawConnect(cfg);
+        const conn = await rawConnect(cfg, line);
         conns.push(conn);
         return conn.tools.length;
       }),
@@ -156,7 +158,7 @@ async function controllerWorker(p: ColdParams & { variant: Extract<Variant, { si
 }
 
 runAsWorker<ColdParams, ColdSample>(import.meta.url, async (p) => {
-  if (p.variant.side === 'raw') return rawWorker(p);
+  if (p.variant.side === 'raw') return rawWorker({ ...p, variant: p.variant });
   return controllerWorker({ ...p, variant: p.variant });
 });
 
@@ -174,7 +176,7 @@ export interface ColdStartOptions {
 }
 
 function label(v: Variant): string {
-  if (v.side === 'raw') return 'raw SDK';
+  if (v.side === 'raw') return v.sdk === 'v1' ? 'raw SDK v1' : 'raw SDK';
   if (v.library !== undefined) return `controller of ${v.library}`;
   return v.concurrency === undefined ? 'controller (default concurrency)' : `controller c=${v.concurrency}`;
 }
@@ -193,8 +195,11 @@ export async function coldStart(ctx: BenchContext, opts: ColdStartOptions): Prom
     const raw: Variant = { side: 'raw' };
     const dflt: Variant = { side: 'controller' };
     const other: Variant | undefined = opts.compare === undefined ? undefined : { side: 'controller', library: opts.compare };
+    // The build compared was measured against a raw host on SDK v1 when it was current: that host
+    // runs beside it, so the compared build's own ratio is read against its own baseline too.
+    const rawV1: Variant | undefined = other ? { side: 'raw', sdk: 'v1' } : undefined;
     const swept: Variant[] = n === largest ? opts.sweep.map((c) => ({ side: 'controller', concurrency: c })) : [];
-    const variants: Variant[] = [raw, dflt, ...(other ? [other] : []), ...swept];
+    const variants: Variant[] = [raw, dflt, ...(other && rawV1 ? [other, rawV1] : []), ...swept];
 
     const samples = new Map<Variant, ColdSample[]>(variants.map((v) => [v, []]));
     for (let run = 0; run < ctx.runs; run++) {
@@ -227,15 +232,25 @@ export async function coldStart(ctx: BenchContext, opts: ColdStartOptions): Prom
       target: target === undefined ? '(info)' : `≤ ${target.toFixed(2)} × raw`,
       ...(target === undefined ? {} : { pass: r <= target }),
     });
-    if (other) {
+    if (other && rawV1) {
       // The same start, the same raw host, the runs interleaved: whether a change of build moved it.
       const otherMs = med(other, (s) => s.ms);
+      const v1Ms = med(rawV1, (s) => s.ms);
       rows.push({
         section,
-        figure: `  N=${n}, the build compared (${opts.compare}), host CPU ${ms(med(other, (s) => s.managerCpuMs))}, RSS ${mb(med(other, (s) => s.rss))}`,
+        figure: `  N=${n}, the build compared (${opts.compare}), host CPU ${ms(med(other, (s) => s.managerCpuMs))}, RSS ${mb(med(other, (s) => s.rss))}; against the raw host on SDK v1: ${ratio(otherMs, v1Ms).toFixed(2)}`,
         ours: ms(otherMs),
         baseline: ms(rawMs),
         ratio: ratio(otherMs, rawMs),
+        target: '(compare)',
+      });
+      // What the SDK's major costs a host that uses it directly (docs/performance.md, "What SDK v2 costs a raw host").
+      rows.push({
+        section,
+        figure: `  N=${n}, the raw host on SDK v1 (wave 2's baseline), host CPU ${ms(med(rawV1, (s) => s.managerCpuMs))} against ${ms(med(raw, (s) => s.managerCpuMs))}`,
+        ours: ms(v1Ms),
+        baseline: ms(rawMs),
+        ratio: ratio(v1Ms, rawMs),
         target: '(compare)',
       });
     }

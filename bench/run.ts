@@ -16,7 +16,8 @@
  *   --cpu-prof cold|reload|decision|crash|gateway   write V8 CPU profiles of that measurement's workers to
  *                                       $TMPDIR/mcp-reconciler-bench-profiles/ (open them in Chrome DevTools)
  *   --compare OTHER/dist/lib/index.js   the cold start of another build too, its runs interleaved with this
- *                                       build's and the raw host's ("(compare)" rows)
+ *                                       build's and the raw host's, and a raw host on SDK v1 beside them
+ *                                       (the baseline of builds before SDK v2) ("(compare)" rows)
  * MCP_RECONCILER_BENCH_LIBRARY=OTHER/dist/lib/index.js in the environment makes every measurement's
  * controller side that build (the raw side stays this checkout's).
  */

@@ -50,7 +50,7 @@ export function initialVersions(n: number): Record<string, string> {
 
 /** A connected raw-SDK client and what it listed. */
 export interface RawConnection {
-  client: import('@modelcontextprotocol/client').Client;
+  client: import('@modelcontextprotocol/client').Client | import('@modelcontextprotocol/sdk/client/index.js').Client;
   /** The server's PID. */
   pid: number | undefined;
   tools: string[];
@@ -63,6 +63,16 @@ type Sdk = {
 };
 
 let sdk: Sdk | undefined;
+
+/** The SDK line a raw host is built on: v2 (the connection layer's) or v1 (wave 2's baseline, for `--compare`). */
+export type SdkLine = 'v2' | 'v1';
+
+type SdkV1 = {
+  Client: typeof import('@modelcontextprotocol/sdk/client/index.js').Client;
+  StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport;
+};
+
+let sdkV1: SdkV1 | undefined;
 
 /**
  * The controller starts each server in its own session (detached). With the
@@ -80,7 +90,17 @@ const SETSID = ['/usr/bin/setsid', '/bin/setsid'].find((p) => existsSync(p));
  * the SDK's default negotiation (the plain `initialize`): what a host that
  * sets nothing does, and no probe sibling per server.
  */
-export async function loadSdk(): Promise<Sdk> {
+export async function loadSdk(line: 'v2'): Promise<Sdk>;
+export async function loadSdk(line: 'v1'): Promise<SdkV1>;
+export async function loadSdk(): Promise<Sdk>;
+export async function loadSdk(line: SdkLine = 'v2'): Promise<Sdk | SdkV1> {
+  if (line === 'v1') {
+    if (!sdkV1) {
+      const [{ Client }, { StdioClientTransport }] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/stdio.js')]);
+      sdkV1 = { Client, StdioClientTransport };
+    }
+    return sdkV1;
+  }
   if (!sdk) {
     const [{ Client }, { StdioClientTransport }] = await Promise.all([import('@modelcontextprotocol/client'), import('@modelcontextprotocol/client/stdio')]);
     sdk = { Client, StdioClientTransport };
@@ -94,8 +114,9 @@ export async function loadSdk(): Promise<Sdk> {
  * SDK's default environment plus the server's `env` and the benchmark markers
  * (so a crashed run's children can still be found and killed).
  */
-export async function rawConnect(config: ServerConfig): Promise<RawConnection> {
-  const { Client, StdioClientTransport } = await loadSdk();
+export async function rawConnect(config: ServerConfig, line: SdkLine = 'v2'): Promise<RawConnection> {
+  // Both lines take the same transport options and client calls.
+  const { Client, StdioClientTransport } = line === 'v1' ? await loadSdk('v1') : await loadSdk('v2');
   const markers: Record<string, string> = {};
   for (const name of [RUN_MARKER, WORKER_MARKER]) {
     const v = process.env[name];
