@@ -73,8 +73,7 @@ async function rawWorker(p: ColdParams & { variant: Extract<Variant, { side: 'ra
   const line = p.variant.sdk ?? 'v2';
   const servers = (JSON.parse(readFileSync(p.configPath, 'utf8')) as { mcpServers: Record<string, ServerConfig> }).mcpServers;
   const tImport = performance.now();
-  if (line === 'v1') await loadSdk('v1');
-  else await loadSdk('v2');
+  await loadSdk(line);
   const cpu0 = process.cpuUsage();
   const busy0 = machineBusyMs();
   const t0 = performance.now();
@@ -197,9 +196,9 @@ export async function coldStart(ctx: BenchContext, opts: ColdStartOptions): Prom
     const other: Variant | undefined = opts.compare === undefined ? undefined : { side: 'controller', library: opts.compare };
     // The build compared was measured against a raw host on SDK v1 when it was current: that host
     // runs beside it, so the compared build's own ratio is read against its own baseline too.
-    const rawV1: Variant | undefined = other ? { side: 'raw', sdk: 'v1' } : undefined;
+    const rawV1: Variant = { side: 'raw', sdk: 'v1' };
     const swept: Variant[] = n === largest ? opts.sweep.map((c) => ({ side: 'controller', concurrency: c })) : [];
-    const variants: Variant[] = [raw, dflt, ...(other && rawV1 ? [other, rawV1] : []), ...swept];
+    const variants: Variant[] = [raw, dflt, ...(other ? [other, rawV1] : []), ...swept];
 
     const samples = new Map<Variant, ColdSample[]>(variants.map((v) => [v, []]));
     for (let run = 0; run < ctx.runs; run++) {
@@ -232,7 +231,7 @@ export async function coldStart(ctx: BenchContext, opts: ColdStartOptions): Prom
       target: target === undefined ? '(info)' : `≤ ${target.toFixed(2)} × raw`,
       ...(target === undefined ? {} : { pass: r <= target }),
     });
-    if (other && rawV1) {
+    if (other) {
       // The same start, the same raw host, the runs interleaved: whether a change of build moved it.
       const otherMs = med(other, (s) => s.ms);
       const v1Ms = med(rawV1, (s) => s.ms);

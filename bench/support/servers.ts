@@ -50,29 +50,28 @@ export function initialVersions(n: number): Record<string, string> {
 
 /** A connected raw-SDK client and what it listed. */
 export interface RawConnection {
-  client: import('@modelcontextprotocol/client').Client | import('@modelcontextprotocol/sdk/client/index.js').Client;
+  client: import('@modelcontextprotocol/client').Client;
   /** The server's PID. */
   pid: number | undefined;
   tools: string[];
   close(): Promise<void>;
 }
 
+/** The SDK line a raw host is built on: v2 (the connection layer's) or v1 (wave 2's baseline, for `--compare`). */
+export type SdkLine = 'v2' | 'v1';
+
 type Sdk = {
   Client: typeof import('@modelcontextprotocol/client').Client;
   StdioClientTransport: typeof import('@modelcontextprotocol/client/stdio').StdioClientTransport;
 };
 
-let sdk: Sdk | undefined;
+/** Each line's classes, imported once per process. v1's are typed as v2's: the raw host uses only what both have alike. */
+const sdks = new Map<SdkLine, Promise<Sdk>>();
 
-/** The SDK line a raw host is built on: v2 (the connection layer's) or v1 (wave 2's baseline, for `--compare`). */
-export type SdkLine = 'v2' | 'v1';
-
-type SdkV1 = {
-  Client: typeof import('@modelcontextprotocol/sdk/client/index.js').Client;
-  StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport;
+const IMPORTS: Record<SdkLine, () => Promise<[{ Client: unknown }, { StdioClientTransport: unknown }]>> = {
+  v2: () => Promise.all([import('@modelcontextprotocol/client'), import('@modelcontextprotocol/client/stdio')]),
+  v1: () => Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/stdio.js')]),
 };
-
-let sdkV1: SdkV1 | undefined;
 
 /**
  * The controller starts each server in its own session (detached). With the
@@ -86,26 +85,18 @@ const SETSID = ['/usr/bin/setsid', '/bin/setsid'].find((p) => existsSync(p));
 
 /**
  * Load the SDK client classes (dynamically, so a worker can time its
- * imports): SDK v2, the line the connection layer is on. The baseline keeps
+ * imports): SDK v2, the line the connection layer is on, unless `line` asks
+ * for v1, the baseline builds before SDK v2 were measured against. The baseline keeps
  * the SDK's default negotiation (the plain `initialize`): what a host that
  * sets nothing does, and no probe sibling per server.
  */
-export async function loadSdk(line: 'v2'): Promise<Sdk>;
-export async function loadSdk(line: 'v1'): Promise<SdkV1>;
-export async function loadSdk(): Promise<Sdk>;
-export async function loadSdk(line: SdkLine = 'v2'): Promise<Sdk | SdkV1> {
-  if (line === 'v1') {
-    if (!sdkV1) {
-      const [{ Client }, { StdioClientTransport }] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/stdio.js')]);
-      sdkV1 = { Client, StdioClientTransport };
-    }
-    return sdkV1;
+export function loadSdk(line: SdkLine = 'v2'): Promise<Sdk> {
+  let loaded = sdks.get(line);
+  if (!loaded) {
+    loaded = IMPORTS[line]().then(([{ Client }, { StdioClientTransport }]) => ({ Client, StdioClientTransport }) as Sdk);
+    sdks.set(line, loaded);
   }
-  if (!sdk) {
-    const [{ Client }, { StdioClientTransport }] = await Promise.all([import('@modelcontextprotocol/client'), import('@modelcontextprotocol/client/stdio')]);
-    sdk = { Client, StdioClientTransport };
-  }
-  return sdk;
+  return loaded;
 }
 
 /**
@@ -115,8 +106,7 @@ export async function loadSdk(line: SdkLine = 'v2'): Promise<Sdk | SdkV1> {
  * (so a crashed run's children can still be found and killed).
  */
 export async function rawConnect(config: ServerConfig, line: SdkLine = 'v2'): Promise<RawConnection> {
-  // Both lines take the same transport options and client calls.
-  const { Client, StdioClientTransport } = line === 'v1' ? await loadSdk('v1') : await loadSdk('v2');
+  const { Client, StdioClientTransport } = await loadSdk(line);
   const markers: Record<string, string> = {};
   for (const name of [RUN_MARKER, WORKER_MARKER]) {
     const v = process.env[name];
